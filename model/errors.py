@@ -1,0 +1,127 @@
+"""Typed errors: every panic of the real code, and every rejection of the ideal model.
+
+A ``ModelError`` stands for a Rust panic (or an ideal-model precondition). Its ``id`` is
+the Rust panic message (or, for rejections that exist only in the ideal model, a message
+starting with ``"ideal: "``), so traces and vectors can name the failure without
+depending on Python class names.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class ModelError(Exception):
+    """Base class of every rejection the models raise.
+
+    ``id`` is stable and is what traces record; ``detail`` carries the offending values.
+    """
+
+    id: ClassVar[str] = "model error"
+
+    def __init__(self, detail: str = "") -> None:
+        self.detail = detail
+        super().__init__(f"{self.id}: {detail}" if detail else self.id)
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "type": type(self).__name__, "detail": self.detail}
+
+
+class InvalidInput(ModelError):
+    """An argument the real code's types would not admit (wrong kind, negative size, ...)."""
+
+    id = "invalid input"
+
+
+# --- old mocker KV manager (lib/llm/src/mocker/kv_manager.rs) -------------------------
+
+
+class ParentBlockPartial(ModelError):
+    """``Use`` whose last hit block is a PartialBlock: ``panic!("parent block cannot be partial")``."""
+
+    id = "parent block cannot be partial"
+
+
+class UnwrapNone(ModelError):
+    """``Option::unwrap()`` on ``None``."""
+
+    id = "called `Option::unwrap()` on a `None` value"
+
+
+class UnwrapErr(ModelError):
+    """``Result::unwrap()`` on ``Err``."""
+
+    id = "called `Result::unwrap()` on an `Err` value"
+
+
+class DestroyNotActive(UnwrapNone):
+    """``Destroy`` of a block absent from ``active_blocks``: ``.remove(hash).unwrap()`` on None."""
+
+
+class DestroyNotResident(ModelError):
+    """``Destroy`` of an active block missing from ``all_blocks``: ``assert!(all_blocks.remove)``."""
+
+    id = "assertion failed: self.all_blocks.remove(hash)"
+
+
+class PromoteMissing(ModelError):
+    """``Promote`` of a partial that is not active: "Missing active block for promotion"."""
+
+    id = "Missing active block for promotion"
+
+
+class PromoteNotResident(ModelError):
+    """``Promote`` of an active partial missing from ``all_blocks``: ``assert!`` fails."""
+
+    id = "assertion failed: self.all_blocks.remove(&uuid_block)"
+
+
+class PartialNotLast(ModelError):
+    """Ideal model only: a Use may hold a PartialBlock only as its last entry."""
+
+    id = "ideal: a partial block may only be the last block of a Use"
+
+
+class DerefNotHeld(ModelError):
+    """Ideal model only: Deref of a block with no outstanding reference (not active)."""
+
+    id = "ideal: Deref of a block that is not active"
+
+
+class PromoteParentUnknown(ModelError):
+    """Ideal model only: Promote naming a parent that is not a resident full block."""
+
+    id = "ideal: Promote parent is not a resident full block"
+
+
+# --- old ActiveSequence (lib/llm/src/mocker/sequence.rs) ------------------------------
+
+
+class BlockSizeTooSmall(ModelError):
+    """``assert!(block_size > 1, "block_size must be greater than 1")``."""
+
+    id = "block_size must be greater than 1"
+
+
+class PartialParent(ModelError):
+    """``get_parent_hash``: the block before the promoted one is partial."""
+
+    id = "Cannot have a partial block as parent"
+
+
+class GenerateLimit(ModelError):
+    """``generate`` past ``max_output_tokens``."""
+
+    id = "Cannot generate more tokens: reached max_output_tokens limit"
+
+
+class TokenPushFailed(ModelError):
+    """``tokens.append(token).expect("Token push failed.")``."""
+
+    id = "Token push failed."
+
+
+class SubtractOverflow(ModelError):
+    """usize subtraction below zero (debug-build panic; release builds wrap)."""
+
+    id = "attempt to subtract with overflow"

@@ -1,0 +1,400 @@
+"""The mocker's KV manager of the single-file era (semantics §1.2–1.4, tag OLDKV).
+
+Real code: ``lib/llm/src/mocker/kv_manager.rs`` (revision R01, the version that sends
+``MoveBlockResponse::Store/Remove`` on an optional channel). State: ``active_blocks``
+(block → manual refcount), ``inactive_blocks`` (an LRU evictor of zero-reference
+blocks), ``all_blocks`` (every resident block), and the response channel.
+
+Every defect of §6 that concerns this component is a named quirk (``model/quirks.py``);
+:data:`FAITHFUL` has them all on and reproduces the Rust code step for step, including
+mutations made before a panic. With a quirk off, the model does what the ideal
+specification requires (atomic failure, lineage-correct Stores, refcounts conserved);
+each such rule is stated where it is implemented below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from kvmodel.model.blocks import (
+    Deref,
+    Destroy,
+    FullBlock,
+    MoveBlock,
+    MoveBlockResponse,
+    PartialBlock,
+    Promote,
+    Remove,
+    Store,
+    UniqueBlock,
+    Use,
+    check_block,
+)
+from kvmodel.model.errors import (
+    DerefNotHeld,
+    DestroyNotActive,
+    DestroyNotResident,
+    InvalidInput,
+    ModelError,
+    ParentBlockPartial,
+    PartialNotLast,
+    PromoteMissing,
+    PromoteNotResident,
+    PromoteParentUnknown,
+    SubtractOverflow,
+)
+from kvmodel.model.lru import CounterLRU, WallClockLRU
+from kvmodel.model.quirks import faithful, validate
+
+COMPONENT = "kv_manager"
+FAITHFUL: frozenset[str] = faithful(COMPONENT)
+IDEAL: frozenset[str] = frozenset()
+
+EvictorKind = Literal["wallclock", "counter"]
+_Saved = tuple[dict[UniqueBlock, int], Any, set[UniqueBlock], int]
+
+
+class _CapacityFailure(Exception):
+    """Internal: a Use found no block to evict."""
+
+
+def _usize(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise InvalidInput(f"{what} must be a non-negative integer (usize), got {v!r}")
+    return v
+
+
+class KvManager:
+    """``KvManager`` (OLDKV): ``process(MoveBlock) -> bool`` plus probes and metrics.
+
+    ``channel`` stands for ``move_block_response_tx``: when true, the responses the real
+    code sends are appended to :attr:`outbox` in send order; when false nothing is
+    emitted (``KvManager::new``). Constructor arguments are not validated beyond their
+    types, as in Rust (capacity 0 is accepted; every Use of a new block then fails).
+    """
+
+    def __init__(
+        self,
+        max_capacity: int,
+        block_size: int = 16,
+        *,
+        channel: bool = True,
+        quirks: Iterable[str] = FAITHFUL,
+        evictor: EvictorKind = "wallclock",
+    ) -> None:
+        self.max_capacity = _usize(max_capacity, "max_capacity")
+        self.block_size = _usize(block_size, "block_size")
+        if not isinstance(channel, bool):
+            raise InvalidInput(f"channel must be a bool, got {channel!r}")
+        if evictor not in ("wallclock", "counter"):
+            raise InvalidInput(f"evictor must be 'wallclock' or 'counter', got {evictor!r}")
+        self.channel = channel
+        self.evictor_kind: EvictorKind = evictor
+        self.quirks = validate(COMPONENT, quirks)
+        self.active: dict[UniqueBlock, int] = {}
+        self.inactive: WallClockLRU[UniqueBlock] | CounterLRU[UniqueBlock] = (
+            WallClockLRU() if evictor == "wallclock" else CounterLRU()
+        )
+        self.all_blocks: set[UniqueBlock] = set()
+        self.outbox: list[MoveBlockResponse] = []
+
+    # ------------------------------------------------------------------ configuration
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "max_capacity": self.max_capacity,
+            "block_size": self.block_size,
+            "channel": self.channel,
+            "evictor": self.evictor_kind,
+        }
+
+    def q(self, name: str) -> bool:
+        return name in self.quirks
+
+    # ------------------------------------------------------------------ transactions
+
+    def _save(self) -> _Saved:
+        return (dict(self.active), self.inactive.copy(), set(self.all_blocks), len(self.outbox))
+
+    def _restore(self, s: _Saved) -> None:
+        self.active, self.inactive, self.all_blocks = s[0], s[1], s[2]
+        del self.outbox[s[3] :]
+
+    def _send(self, response: MoveBlockResponse) -> None:
+        # send_block_response: only when a channel exists and the list is non-empty.
+        if self.channel and response.blocks:
+            self.outbox.append(response)
+
+    def drain_events(self) -> list[MoveBlockResponse]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    # ------------------------------------------------------------------ process
+
+    def process(self, signal: MoveBlock) -> bool:
+        """``KvManager::process``: apply one MoveBlock; false only when a Use runs out of space."""
+        if isinstance(signal, Use):
+            return self._use(tuple(check_block(b) for b in signal.blocks))
+        if isinstance(signal, Destroy):
+            self._atomic_unless("destroy_mutates_before_panic", self._destroy,
+                                tuple(check_block(b) for b in signal.blocks))
+            return True
+        if isinstance(signal, Deref):
+            self._atomic_unless("deref_ignores_unknown", self._deref,
+                                tuple(check_block(b) for b in signal.blocks))
+            return True
+        if isinstance(signal, Promote):
+            self._promote(signal)
+            return True
+        raise InvalidInput(f"not a MoveBlock: {signal!r}")
+
+    def _atomic_unless(self, quirk: str, op: Any, blocks: tuple[UniqueBlock, ...]) -> None:
+        if self.q(quirk):
+            op(blocks)
+            return
+        saved = self._save()
+        try:
+            op(blocks)
+        except ModelError:
+            self._restore(saved)
+            raise
+
+    # Use ---------------------------------------------------------------------------
+
+    def _use(self, blocks: tuple[UniqueBlock, ...]) -> bool:
+        """``MoveBlock::Use``: hit active (refcount+1), hit inactive (reactivate), else insert.
+
+        Real order of effects: walk the list; a miss at capacity evicts the LRU inactive
+        block first (``Remove([h])`` sent at once for a full block), or returns false if
+        nothing can be evicted. After the loop one ``Store(new full blocks, parent)``.
+
+        * ``use_non_atomic`` off: a false return leaves no trace (state and events rolled back).
+        * ``store_parent_last_hit`` off: a PartialBlock may only be the last entry
+          (``PartialNotLast``, checked first), and new full blocks are stored as
+          contiguous runs, each with the batch predecessor of its first block as parent.
+        * ``partial_parent_panic_after_mutation`` off: the "parent block cannot be
+          partial" panic leaves no trace.
+        """
+        lineage = not self.q("store_parent_last_hit")
+        if lineage:
+            for b in blocks[:-1]:
+                if isinstance(b, PartialBlock):
+                    raise PartialNotLast(f"{b.to_json()} in {[x.to_json() for x in blocks]}")
+        atomic_fail = not self.q("use_non_atomic")
+        atomic_panic = not self.q("partial_parent_panic_after_mutation")
+        saved = self._save() if (atomic_fail or atomic_panic) else None
+        try:
+            self._use_loop(blocks, lineage)
+        except _CapacityFailure:
+            if atomic_fail:
+                assert saved is not None
+                self._restore(saved)
+            return False
+        except ParentBlockPartial:
+            if atomic_panic:
+                assert saved is not None
+                self._restore(saved)
+            raise
+        return True
+
+    def _use_loop(self, blocks: tuple[UniqueBlock, ...], lineage: bool) -> None:
+        stored: list[int] = []  # faithful: one Store of every new full block
+        runs: list[tuple[int | None, list[int]]] = []  # lineage: (parent, run)
+        prev_new = False
+        parent_block: UniqueBlock | None = None
+        for i, b in enumerate(blocks):
+            if b in self.active:
+                self.active[b] += 1
+                parent_block = b
+                prev_new = False
+                continue
+            if self.inactive.remove(b):
+                self.active[b] = 1
+                parent_block = b
+                prev_new = False
+                continue
+            if len(self.active) + len(self.inactive) >= self.max_capacity:
+                evicted = self.inactive.evict()
+                if evicted is None:
+                    raise _CapacityFailure
+                self.all_blocks.discard(evicted)
+                if isinstance(evicted, FullBlock):
+                    self._send(Remove((evicted.hash,)))
+            self.active[b] = 1
+            self.all_blocks.add(b)
+            if isinstance(b, FullBlock) and self.channel:
+                if not lineage:
+                    stored.append(b.hash)
+                elif prev_new:
+                    runs[-1][1].append(b.hash)
+                else:
+                    pred = blocks[i - 1] if i > 0 else None
+                    runs.append((pred.hash if isinstance(pred, FullBlock) else None, [b.hash]))
+            prev_new = isinstance(b, FullBlock)
+        if lineage:
+            for parent, run in runs:
+                self._send(Store(tuple(run), parent))
+            return
+        if isinstance(parent_block, PartialBlock):
+            raise ParentBlockPartial(f"last hit {parent_block.to_json()}")
+        parent = parent_block.hash if isinstance(parent_block, FullBlock) else None
+        self._send(Store(tuple(stored), parent))
+
+    # Destroy -----------------------------------------------------------------------
+
+    def _destroy(self, blocks: tuple[UniqueBlock, ...]) -> None:
+        """``MoveBlock::Destroy``: walk the list in reverse, drop each block from active.
+
+        Panics (unwrap) on a block that is not active, after the blocks before it in the
+        walk were removed; asserts membership of ``all_blocks``. One ``Remove`` of the
+        full blocks, in input order, at the end.
+        ``destroy_ignores_refcount`` off: Destroy drops one reference; the block leaves
+        residency (and is reported removed) only when its count reaches zero.
+        """
+        destroyed: list[int] = []
+        for b in reversed(blocks):
+            rc = self.active.get(b)
+            if rc is None:
+                raise DestroyNotActive(f"{b.to_json()} is not active")
+            if rc > 1 and not self.q("destroy_ignores_refcount"):
+                self.active[b] = rc - 1
+                continue
+            del self.active[b]
+            if b not in self.all_blocks:
+                raise DestroyNotResident(f"{b.to_json()}")
+            self.all_blocks.remove(b)
+            if isinstance(b, FullBlock) and self.channel:
+                destroyed.append(b.hash)
+        destroyed.reverse()
+        self._send(Remove(tuple(destroyed)))
+
+    # Deref -------------------------------------------------------------------------
+
+    def _deref(self, blocks: tuple[UniqueBlock, ...]) -> None:
+        """``MoveBlock::Deref``: walk in reverse; decrement; at zero move to the inactive LRU.
+
+        Because of the reverse walk, ``Deref([a, b, c])`` makes ``c`` the oldest of the
+        three inactive entries. Non-active blocks are silently skipped (quirk
+        ``deref_ignores_unknown``; off: ``DerefNotHeld``, no trace). No events.
+        ``deref_caches_partial`` off: a partial reaching zero is freed, not cached.
+        """
+        for b in reversed(blocks):
+            rc = self.active.get(b)
+            if rc is None:
+                if self.q("deref_ignores_unknown"):
+                    continue
+                raise DerefNotHeld(f"{b.to_json()} is not active")
+            if rc > 1:
+                self.active[b] = rc - 1
+                continue
+            del self.active[b]
+            if isinstance(b, PartialBlock) and not self.q("deref_caches_partial"):
+                self.all_blocks.discard(b)
+            else:
+                self.inactive.insert(b)
+
+    # Promote -----------------------------------------------------------------------
+
+    def _promote(self, p: Promote) -> None:
+        """``MoveBlock::Promote(uuid, hash, parent)``: turn an active partial into a full block.
+
+        Faithful: the partial's refcount moves to ``FullBlock(hash)``, overwriting any
+        active entry (``promote_overwrites_refcount``) and leaving an inactive copy in
+        place (``promote_leaves_inactive_copy``); ``Store([hash], parent)`` is always
+        sent (``promote_always_stores``), with the parent taken verbatim
+        (``promote_parent_unchecked``). Capacity is not checked.
+        Ideal: refcounts merge, an inactive copy is reactivated, Store only for a hash
+        not already resident, and the parent must be a resident full block ≠ hash.
+        """
+        partial = PartialBlock(p.uuid)
+        full = FullBlock(p.hash)
+        if partial not in self.active:
+            raise PromoteMissing(
+                f"{partial.to_json()}. Block still exists: {str(partial in self.all_blocks).lower()}"
+            )
+        if not self.q("promote_parent_unchecked") and p.parent_hash is not None:
+            parent = FullBlock(p.parent_hash)
+            if p.parent_hash == p.hash or parent not in self.all_blocks:
+                raise PromoteParentUnknown(f"parent {p.parent_hash} of {p.hash}")
+        was_resident = full in self.all_blocks
+        rc = self.active.pop(partial)
+        if full in self.active and not self.q("promote_overwrites_refcount"):
+            self.active[full] += rc
+        else:
+            self.active[full] = rc
+        if not self.q("promote_leaves_inactive_copy"):
+            self.inactive.remove(full)
+        if partial not in self.all_blocks:
+            raise PromoteNotResident(f"{partial.to_json()}")
+        self.all_blocks.remove(partial)
+        self.all_blocks.add(full)
+        if self.q("promote_always_stores") or not was_resident:
+            self._send(Store((p.hash,), p.parent_hash))
+
+    # ------------------------------------------------------------------ queries
+
+    def probe_new_blocks(self, blocks: Iterable[UniqueBlock]) -> int:
+        """Number of listed blocks not in ``all_blocks`` (not prefix-based)."""
+        return sum(1 for b in blocks if check_block(b) not in self.all_blocks)
+
+    def get_prefill_cost(self, unique_blocks: Iterable[UniqueBlock], num_input_tokens: int) -> tuple[int, int]:
+        """``get_prefill_cost(sequence)`` → ``(new_blocks, new_tokens)``.
+
+        ``new_tokens = num_input_tokens - overlap · block_size`` as plain usize arithmetic:
+        a negative result is the Rust subtraction-overflow panic.
+        """
+        ub = list(unique_blocks)
+        new_blocks = self.probe_new_blocks(ub)
+        overlap = len(ub) - new_blocks
+        new_tokens = _usize(num_input_tokens, "num_input_tokens") - overlap * self.block_size
+        if new_tokens < 0:
+            raise SubtractOverflow(f"{num_input_tokens} - {overlap}*{self.block_size}")
+        return new_blocks, new_tokens
+
+    def current_capacity(self) -> int:
+        return len(self.active) + len(self.inactive)
+
+    def current_capacity_perc(self) -> float:
+        return _div(self.current_capacity(), self.max_capacity)
+
+    def num_active_blocks(self) -> int:
+        return len(self.active)
+
+    def get_active_perc(self) -> float:
+        return _div(len(self.active), self.max_capacity)
+
+    def num_inactive_blocks(self) -> int:
+        return len(self.inactive)
+
+    def get_active_blocks(self) -> frozenset[UniqueBlock]:
+        return frozenset(self.active)
+
+    def get_inactive_blocks(self) -> frozenset[UniqueBlock]:
+        return self.inactive.keys()
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self) -> dict[str, Any]:
+        """Canonical JSON view: active (sorted, with refcounts), inactive in eviction order."""
+        return {
+            "active": [[b.to_json(), rc] for b, rc in sorted(self.active.items(), key=lambda x: x[0].sort_key())],
+            "inactive": [b.to_json() for b in self.inactive.order()],
+            "all_blocks": [b.to_json() for b in sorted(self.all_blocks, key=lambda x: x.sort_key())],
+        }
+
+    def key(self) -> tuple[Any, ...]:
+        """Hashable canonical state (for the explorer and state comparisons)."""
+        return (
+            tuple(sorted(((b.sort_key(), rc) for b, rc in self.active.items()))),
+            tuple(b.sort_key() for b in self.inactive.order()),
+            tuple(sorted(b.sort_key() for b in self.all_blocks)),
+        )
+
+
+def _div(a: int, b: int) -> float:
+    """Rust f64 division: x/0 is inf, 0/0 is NaN."""
+    if b == 0:
+        return math.nan if a == 0 else math.inf
+    return a / b
