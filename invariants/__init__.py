@@ -1,0 +1,35 @@
+"""kvmodel.invariants — the declared invariant catalogue, one registry for every engine."""
+
+from __future__ import annotations
+
+from kvmodel.invariants.core import Invariant, StepContext, Violation
+from kvmodel.invariants.kv_manager import INVARIANTS as _KV
+from kvmodel.invariants.lru import INVARIANTS_COUNTER as _LRU_C
+from kvmodel.invariants.lru import INVARIANTS_WALLCLOCK as _LRU_W
+
+ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV
+REGISTRY: dict[tuple[str, str], Invariant] = {(i.component, i.name): i for i in ALL}
+
+
+def for_component(component: str) -> tuple[Invariant, ...]:
+    return tuple(i for i in ALL if i.component == component)
+
+
+def components() -> list[str]:
+    seen: list[str] = []
+    for i in ALL:
+        if i.component not in seen:
+            seen.append(i.component)
+    return seen
+
+
+def check_all(component: str, ctx: StepContext) -> list[Violation]:
+    out = []
+    for inv in for_component(component):
+        msg = inv.check(ctx)
+        if msg is not None:
+            out.append(Violation(inv.name, msg))
+    return out
+
+
+__all__ = ["ALL", "REGISTRY", "Invariant", "StepContext", "Violation", "check_all", "components", "for_component"]

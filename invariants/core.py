@@ -1,0 +1,64 @@
+"""Declared invariants: one object per property, one registry for every engine.
+
+An :class:`Invariant` has a name, the component it speaks of, a kind and a one-sentence
+statement, and a predicate over a :class:`StepContext` that returns ``None`` when the
+property holds or a message naming the offending values when it does not.
+
+Kinds:
+* ``state`` — a predicate over the state after a step;
+* ``stream`` — over the history of emitted events (and ghost bookkeeping kept by the
+  component's monitor, such as the router's view or the references callers hold);
+* ``step`` — over one transition: the state before, the operation, and what it did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import attrs
+
+Kind = Literal["state", "stream", "step"]
+
+
+@attrs.define
+class StepContext:
+    """Everything an invariant may look at after one step."""
+
+    model: Any
+    monitor: Any
+    op: str
+    args: Any
+    result: Any = None
+    error: Exception | None = None
+    events: list[Any] = attrs.field(factory=list)
+    pre_key: Any = None
+    pre: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Invariant:
+    name: str
+    component: str
+    kind: Kind
+    statement: str
+    check: Callable[[StepContext], str | None] = attrs.field(eq=False, repr=False)
+    lemma: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "component": self.component,
+            "kind": self.kind,
+            "statement": self.statement,
+            "lemma": self.lemma,
+        }
+
+
+@attrs.frozen
+class Violation:
+    invariant: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"invariant": self.invariant, "message": self.message}

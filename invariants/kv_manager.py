@@ -1,0 +1,256 @@
+"""Invariants of the old mocker KV manager (semantics §1.7 and §5) and its event stream.
+
+The monitor keeps two pieces of ghost state that the real code does not have:
+
+* the *router's view*: the set of hashes Stored and not Removed since, as a consumer
+  of the Store/Remove responses would hold it (only with a response channel);
+* the *held references*: how many references the callers hold on each block, by the
+  contract of the signals — a successful Use takes one per listed block, a Deref or
+  Destroy gives one back, a Promote moves the partial's references to the full block,
+  and a Use that returns false or an operation that raised takes nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kvmodel.invariants.core import Invariant, StepContext
+from kvmodel.model.blocks import (
+    Deref,
+    Destroy,
+    FullBlock,
+    PartialBlock,
+    Promote,
+    Remove,
+    Store,
+    UniqueBlock,
+    Use,
+)
+from kvmodel.model.kv_manager import KvManager
+
+C = "kv_manager"
+
+
+def _b(b: UniqueBlock) -> str:
+    return f"F{b.hash}" if isinstance(b, FullBlock) else f"P:{b.uuid}"
+
+
+class KvMonitor:
+    """Ghost bookkeeping over a KV manager run (router view, held references, stream faults)."""
+
+    def __init__(self, channel: bool) -> None:
+        self.channel = channel
+        self.view: set[int] = set()
+        self.held: Counter[UniqueBlock] = Counter()
+        self.faults: dict[str, str] = {}  # stream faults found in the latest step
+
+    def copy(self) -> KvMonitor:
+        m = KvMonitor(self.channel)
+        m.view = set(self.view)
+        m.held = Counter(self.held)
+        return m
+
+    def key(self) -> tuple[Any, ...]:
+        return (tuple(sorted(self.view)), tuple(sorted((b.sort_key(), n) for b, n in self.held.items() if n)))
+
+    def observe(self, signal: Any, result: Any, error: Exception | None, events: list[Any]) -> None:
+        self.faults = {}
+        for ev in events:
+            self._event(ev)
+        if error is not None:
+            return
+        if isinstance(signal, Use) and result is True:
+            for b in signal.blocks:
+                self.held[b] += 1
+        elif isinstance(signal, Deref | Destroy):
+            for b in signal.blocks:
+                if self.held[b] > 0:
+                    self.held[b] -= 1
+        elif isinstance(signal, Promote):
+            p = PartialBlock(signal.uuid)
+            self.held[FullBlock(signal.hash)] += self.held.pop(p, 0)
+        self.held = +self.held
+
+    def _fault(self, name: str, msg: str) -> None:
+        self.faults.setdefault(name, msg)
+
+    def _event(self, ev: Any) -> None:
+        if isinstance(ev, Store):
+            if ev.parent_hash is not None and ev.parent_hash not in self.view:
+                self._fault(
+                    "kv.store_parent_stored",
+                    f"Store({list(ev.blocks)}, parent={ev.parent_hash}): parent not in the router's view",
+                )
+            for h in ev.blocks:
+                if h in self.view:
+                    self._fault("kv.store_only_new", f"Store of {h}, already Stored and not Removed")
+                self.view.add(h)
+        elif isinstance(ev, Remove):
+            for h in ev.blocks:
+                if h not in self.view:
+                    self._fault("kv.remove_only_stored", f"Remove of {h}, which is not in the router's view")
+                self.view.discard(h)
+
+
+# --- state invariants -----------------------------------------------------------------
+
+
+def _refcount_positive(ctx: StepContext) -> str | None:
+    m: KvManager = ctx.model
+    bad = [f"{_b(b)}={rc}" for b, rc in m.active.items() if rc < 1]
+    return f"active refcounts below 1: {bad}" if bad else None
+
+
+def _disjoint(ctx: StepContext) -> str | None:
+    m: KvManager = ctx.model
+    both = sorted(_b(b) for b in m.active if m.inactive.contains(b))
+    return f"blocks both active and inactive: {both}" if both else None
+
+
+def _union(ctx: StepContext) -> str | None:
+    m: KvManager = ctx.model
+    union = set(m.active) | set(m.inactive.keys())
+    if union == m.all_blocks:
+        return None
+    extra = sorted(_b(b) for b in m.all_blocks - union)
+    missing = sorted(_b(b) for b in union - m.all_blocks)
+    return f"all_blocks != active ∪ inactive: extra {extra}, missing {missing}"
+
+
+def _capacity(ctx: StepContext) -> str | None:
+    m: KvManager = ctx.model
+    n = len(m.active) + len(m.inactive)
+    return f"len(active)+len(inactive) = {n} > max_capacity {m.max_capacity}" if n > m.max_capacity else None
+
+
+def _inactive_full_only(ctx: StepContext) -> str | None:
+    m: KvManager = ctx.model
+    bad = sorted(_b(b) for b in m.inactive.keys() if isinstance(b, PartialBlock))
+    return f"partial blocks cached in the inactive pool: {bad}" if bad else None
+
+
+# --- stream invariants ----------------------------------------------------------------
+
+
+def _fault(name: str) -> Any:
+    def check(ctx: StepContext) -> str | None:
+        mon: KvMonitor = ctx.monitor
+        return mon.faults.get(name)
+
+    return check
+
+
+def _view_matches(ctx: StepContext) -> str | None:
+    m: KvManager = ctx.model
+    mon: KvMonitor = ctx.monitor
+    if not mon.channel:
+        return None
+    resident = {b.hash for b in m.all_blocks if isinstance(b, FullBlock)}
+    if resident == mon.view:
+        return None
+    return (
+        f"router view != resident full blocks: resident but not Stored {sorted(resident - mon.view)}, "
+        f"Stored but not resident {sorted(mon.view - resident)}"
+    )
+
+
+def _conservation(ctx: StepContext) -> str | None:
+    m: KvManager = ctx.model
+    mon: KvMonitor = ctx.monitor
+    bad = []
+    for b in sorted(set(m.active) | set(mon.held), key=lambda x: x.sort_key()):
+        if m.active.get(b, 0) != mon.held.get(b, 0):
+            bad.append(f"{_b(b)}: refcount {m.active.get(b, 0)}, held {mon.held.get(b, 0)}")
+    return f"refcounts differ from references held: {bad}" if bad else None
+
+
+# --- step invariants ------------------------------------------------------------------
+
+
+def _lineage(ctx: StepContext) -> str | None:
+    if not isinstance(ctx.args, Use):
+        return None
+    blocks = ctx.args.blocks
+    for ev in ctx.events:
+        if not isinstance(ev, Store):
+            continue
+        n = len(ev.blocks)
+        ok = False
+        for i in range(len(blocks) - n + 1):
+            window = blocks[i : i + n]
+            if all(isinstance(b, FullBlock) and b.hash == h for b, h in zip(window, ev.blocks, strict=True)):
+                pred = blocks[i - 1] if i > 0 else None
+                want = pred.hash if isinstance(pred, FullBlock) else None
+                if want == ev.parent_hash and (pred is None or isinstance(pred, FullBlock)):
+                    ok = True
+                    break
+        if not ok:
+            return (
+                f"Store({list(ev.blocks)}, parent={ev.parent_hash}) is not a run of "
+                f"{[_b(b) for b in blocks]} under its predecessor"
+            )
+    return None
+
+
+def _no_trace(ctx: StepContext) -> str | None:
+    failed = ctx.error is not None or (isinstance(ctx.args, Use) and ctx.result is False)
+    if not failed:
+        return None
+    m: KvManager = ctx.model
+    what = f"raised {ctx.error.id!r}" if ctx.error is not None and hasattr(ctx.error, "id") else "returned false"
+    if m.key() != ctx.pre_key:
+        return f"{ctx.op} {what} but changed the state"
+    if ctx.events:
+        return f"{ctx.op} {what} but emitted {[e.to_json() for e in ctx.events]}"
+    return None
+
+
+def _never_below_zero(ctx: StepContext) -> str | None:
+    if not isinstance(ctx.args, Deref) or ctx.error is not None:
+        return None
+    pre_active: dict[UniqueBlock, int] = ctx.pre.get("active", {})
+    for b, n in Counter(ctx.args.blocks).items():
+        if pre_active.get(b, 0) < n:
+            return f"Deref of {_b(b)} x{n} with refcount {pre_active.get(b, 0)} was accepted silently"
+    return None
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant("kv.refcount_positive", C, "state",
+              "Every active block has a reference count of at least 1.", _refcount_positive),
+    Invariant("kv.active_inactive_disjoint", C, "state",
+              "No block is both active and in the inactive pool.", _disjoint),
+    Invariant("kv.all_blocks_union", C, "state",
+              "all_blocks is exactly the active blocks plus the inactive blocks.", _union),
+    Invariant("kv.capacity_bound", C, "state",
+              "Active plus inactive blocks never exceed max_capacity.", _capacity),
+    Invariant("kv.inactive_full_only", C, "state",
+              "The inactive pool caches only full blocks (a partial with no reference is garbage).",
+              _inactive_full_only),
+    Invariant("kv.store_parent_stored", C, "stream",
+              "A Store's parent was Stored earlier and not Removed since (parent before child).",
+              _fault("kv.store_parent_stored")),
+    Invariant("kv.store_only_new", C, "stream",
+              "A Store names only hashes that are not in the router's view already.",
+              _fault("kv.store_only_new")),
+    Invariant("kv.remove_only_stored", C, "stream",
+              "A Remove names only hashes that were Stored and not Removed since.",
+              _fault("kv.remove_only_stored")),
+    Invariant("kv.router_view_matches_resident", C, "stream",
+              "After every step the router's view (Stored minus Removed) equals the full blocks "
+              "resident in the manager.", _view_matches),
+    Invariant("kv.refcount_conservation", C, "stream",
+              "Each block's refcount equals the references callers hold on it (Uses that "
+              "succeeded minus Derefs and Destroys, moved by Promote); a block nobody holds is not active.",
+              _conservation),
+    Invariant("kv.store_lineage", C, "step",
+              "Each Store of a Use is a contiguous run of the Use's new full blocks whose parent is "
+              "the block just before the run (None at the start).", _lineage),
+    Invariant("kv.failed_op_no_trace", C, "step",
+              "A Use that returns false, or an operation that raises, leaves the state unchanged "
+              "and emits nothing.", _no_trace),
+    Invariant("kv.deref_never_below_zero", C, "step",
+              "A Deref that would take a block's reference count below zero is rejected, not "
+              "silently ignored.", _never_below_zero),
+)

@@ -1,0 +1,178 @@
+"""Trace format v1: record runs, load and validate trace files, replay them on the model.
+
+A trace names the component, its configuration and quirks, and its steps: operation,
+arguments, and what was observed after the step (return value or error, events in
+order, state snapshot). ``docs/trace-format.md`` specifies it; the JSON Schema ships as
+``kvmodel/schemas/trace-v1.json``. Every counterexample any engine finds is written as a
+trace, and :func:`replay` re-runs one and reports the first divergence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kvmodel.model.errors import InvalidInput
+from kvmodel.systems import make_system
+
+FORMAT = "kvmodel-trace/1"
+
+
+class TraceError(Exception):
+    """A trace file that cannot be used; the message names the file and the problem."""
+
+
+def schema() -> dict[str, Any]:
+    text = resources.files("kvmodel").joinpath("schemas/trace-v1.json").read_text()
+    out: dict[str, Any] = json.loads(text)
+    return out
+
+
+def record(
+    component: str,
+    config: dict[str, Any],
+    quirks: Iterable[str],
+    ops: Sequence[tuple[str, Any]],
+    origin: dict[str, Any] | None = None,
+    *,
+    stop_at_violation: bool = True,
+) -> dict[str, Any]:
+    """Run ``ops`` on a fresh system, recording every observation; stop at the first violation."""
+    quirks = sorted(quirks)
+    sys_ = make_system(component, config, quirks)
+    steps: list[dict[str, Any]] = []
+    violation: dict[str, Any] | None = None
+    for i, (op, args) in enumerate(ops):
+        out = sys_.step(op, args)
+        steps.append({"op": op, "args": args, "observe": out.observation(sys_.snapshot())})
+        if out.violations and violation is None:
+            v = out.violations[0]
+            violation = {"invariant": v.invariant, "step": i, "message": v.message}
+            if stop_at_violation:
+                break
+    return {
+        "format": FORMAT,
+        "component": component,
+        "config": sys_.config,
+        "quirks": quirks,
+        "origin": origin or {},
+        "violation": violation,
+        "steps": steps,
+    }
+
+
+def dumps(trace: dict[str, Any]) -> str:
+    """Canonical bytes: sorted keys, two-space indent, trailing newline (same input, same bytes)."""
+    return json.dumps(trace, indent=2, sort_keys=True) + "\n"
+
+
+def write(trace: dict[str, Any], path: str | Path) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(dumps(trace))
+    return p
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read and validate a trace; any problem is a one-line :class:`TraceError`."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise TraceError(f"{p}: cannot read: {e.strerror or e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{p}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    problem = validate(data)
+    if problem:
+        raise TraceError(f"{p}: not a kvmodel trace: {problem}")
+    return data  # type: ignore[no-any-return]
+
+
+def validate(data: Any) -> str | None:
+    """First schema problem of ``data`` as a short string, or ``None``."""
+    import jsonschema
+
+    v = jsonschema.Draft202012Validator(schema())
+    errs = sorted(v.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if not errs:
+        return None
+    e = errs[0]
+    where = "/".join(str(x) for x in e.absolute_path) or "(top level)"
+    msg = e.message if len(e.message) < 160 else e.message[:157] + "..."
+    return f"at {where}: {msg}"
+
+
+@attrs.define
+class ReplayResult:
+    steps_run: int = 0
+    divergence: str | None = None
+    divergence_step: int | None = None
+    violation: dict[str, Any] | None = None
+    recorded_violation: dict[str, Any] | None = None
+    violated_at_step: list[str] = attrs.field(factory=list)
+
+    @property
+    def reproduces_recorded(self) -> bool:
+        rv, v = self.recorded_violation, self.violation
+        return (
+            self.divergence is None
+            and rv is not None
+            and v is not None
+            and rv.get("invariant") in self.violated_at_step
+            and rv.get("step") == v.get("step")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "steps_run": self.steps_run,
+            "divergence": self.divergence,
+            "divergence_step": self.divergence_step,
+            "violation": self.violation,
+            "recorded_violation": self.recorded_violation,
+            "violated_at_step": self.violated_at_step,
+            "reproduces_recorded_violation": self.reproduces_recorded,
+        }
+
+
+def _diff(what: str, recorded: Any, got: Any) -> str | None:
+    if recorded == got:
+        return None
+    return f"{what}: recorded {json.dumps(recorded, sort_keys=True)}, model {json.dumps(got, sort_keys=True)}"
+
+
+def replay(trace: dict[str, Any], *, source: str = "trace") -> ReplayResult:
+    """Re-run a trace on the model; compare each recorded observation; check invariants."""
+    res = ReplayResult(recorded_violation=trace.get("violation"))
+    try:
+        sys_ = make_system(trace["component"], trace.get("config", {}), trace.get("quirks", []))
+    except (InvalidInput, ValueError) as e:
+        raise TraceError(f"{source}: {e}") from None
+    for i, step in enumerate(trace["steps"]):
+        out = sys_.step(step["op"], step.get("args"))
+        res.steps_run = i + 1
+        rec = step.get("observe")
+        if rec is not None:
+            got = out.observation(sys_.snapshot() if "state" in rec else None)
+            for key in ("error", "returns", "events", "state"):
+                if key == "error" and ("error" in rec or "error" in got):
+                    d = _diff("error", (rec.get("error") or {}).get("id"), (got.get("error") or {}).get("id"))
+                elif key != "error" and key in rec:
+                    d = _diff(key, rec.get(key), got.get(key))
+                else:
+                    d = None
+                if d:
+                    res.divergence = f"step {i} {step['op']} {json.dumps(step.get('args'), sort_keys=True)}: {d}"
+                    res.divergence_step = i
+                    return res
+        if out.violations and res.violation is None:
+            v = out.violations[0]
+            res.violation = {"invariant": v.invariant, "step": i, "message": v.message}
+            res.violated_at_step = [x.invariant for x in out.violations]
+    return res
