@@ -41,8 +41,11 @@ def record(
     origin: dict[str, Any] | None = None,
     *,
     stop_at_violation: bool = True,
+    target: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    """Run ``ops`` on a fresh system, recording every observation; stop at the first violation."""
+    """Run ``ops`` on a fresh system, recording every observation; stop at the first violation
+    (of an invariant in ``target``, when given)."""
+    wanted = None if target is None else set(target)
     quirks = sorted(quirks)
     sys_ = make_system(component, config, quirks)
     steps: list[dict[str, Any]] = []
@@ -50,8 +53,9 @@ def record(
     for i, (op, args) in enumerate(ops):
         out = sys_.step(op, args)
         steps.append({"op": op, "args": args, "observe": out.observation(sys_.snapshot())})
-        if out.violations and violation is None:
-            v = out.violations[0]
+        found = [v for v in out.violations if wanted is None or v.invariant in wanted]
+        if found and violation is None:
+            v = found[0]
             violation = {"invariant": v.invariant, "step": i, "message": v.message}
             if stop_at_violation:
                 break

@@ -20,6 +20,7 @@ class Quirk:
     ref: str
     summary: str
     breaks: tuple[str, ...]
+    requires: tuple[str, ...] = ()
 
 
 _ALL: list[Quirk] = [
@@ -57,6 +58,7 @@ _ALL: list[Quirk] = [
         "A Use whose last hit is a PartialBlock panics 'parent block cannot be partial' "
         "after every state change of the batch was made (and its Store is lost).",
         ("kv.failed_op_no_trace",),
+        ("store_parent_last_hit",),
     ),
     Quirk(
         "promote_overwrites_refcount",

@@ -1,0 +1,372 @@
+"""Hypothesis rule-based state machines over the systems, and the engine that runs them.
+
+The machines live in the package (not only in the test suite) so that ``kvmodel check``
+and ``pytest`` run the very same machines. Every step goes through the component's
+:class:`~kvmodel.systems.System`, so every registered invariant is checked after every
+step; a violation fails the example, Hypothesis shrinks it, and the shrunk run is
+re-recorded as a trace in the trace format.
+
+Bad inputs are generated on purpose: operations on blocks that are not there, partial
+blocks in the wrong place, malformed JSON arguments. Each must raise its documented
+error (and a malformed argument must leave the state as it was).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import attrs
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+
+from kvmodel import traces
+from kvmodel.model import errors as E
+from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
+from kvmodel.systems import KvManagerSystem, LruSystem, Outcome, System, make_system
+
+
+class InvariantViolated(AssertionError):
+    """Raised inside a machine when a step breaks a (targeted) invariant."""
+
+
+class WrongError(AssertionError):
+    """Raised inside a machine when a bad input did not raise its documented error."""
+
+
+DOCUMENTED: dict[type, tuple[type[E.ModelError], ...]] = {
+    Use: (E.ParentBlockPartial, E.PartialNotLast),
+    Destroy: (E.DestroyNotActive, E.DestroyNotResident),
+    Deref: (E.DerefNotHeld,),
+    Promote: (E.PromoteMissing, E.PromoteNotResident, E.PromoteParentUnknown),
+}
+
+
+class _Base(RuleBasedStateMachine):
+    component: ClassVar[str]
+    config: ClassVar[dict[str, Any]]
+    quirks: ClassVar[frozenset[str]]
+    target: ClassVar[frozenset[str] | None] = None
+    failures: ClassVar[list[tuple[list[tuple[str, Any]], str, str]]]
+    steps_run: ClassVar[list[int]]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.system: System = make_system(self.component, dict(self.config), self.quirks)
+        self.log: list[tuple[str, Any]] = []
+
+    def _run(self, op: str, decoded: Any) -> Outcome:
+        out = self.system.apply(op, decoded)
+        self.log.append((op, out.args_json))
+        self.steps_run[0] += 1
+        self._judge(out)
+        return out
+
+    def _run_json(self, op: str, args: Any) -> Outcome:
+        out = self.system.step(op, args)
+        self.log.append((op, args))
+        self.steps_run[0] += 1
+        self._judge(out)
+        return out
+
+    def _judge(self, out: Outcome) -> None:
+        for v in out.violations:
+            if self.target is None or v.invariant in self.target:
+                self.failures.append((list(self.log), v.invariant, v.message))
+                raise InvariantViolated(f"{v.invariant}: {v.message}")
+
+
+class KvManagerMachine(_Base):
+    """Rules: Use (well-formed and arbitrary), Deref, Destroy, Promote, probes, malformed input."""
+
+    component = "kv_manager"
+    config = dict(KvManagerSystem.DEFAULTS)
+    quirks = frozenset()
+    partials = Bundle("partials")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fresh = 0
+        n = int(self.config["max_capacity"]) + 2
+        self.universe = n
+
+    # -- strategies built per class (the universe depends on the configuration)
+    @classmethod
+    def fulls(cls) -> st.SearchStrategy[FullBlock]:
+        return st.integers(0, int(cls.config["max_capacity"]) + 1).map(FullBlock)
+
+    @initialize(target=partials)
+    def first_partial(self) -> str:
+        return self.new_name()
+
+    def new_name(self) -> str:
+        self._fresh += 1
+        return f"p{self._fresh}"
+
+    @rule(target=partials)
+    def new_partial(self) -> str:
+        return self.new_name()
+
+    def _block(self) -> st.SearchStrategy[UniqueBlock]:
+        """Half the time a block the manager knows (active or inactive), else any block."""
+        m = self.system.model
+        known = sorted(set(m.active) | set(m.inactive.keys()), key=lambda b: b.sort_key())
+        anyb = self.fulls() | self.partials.map(PartialBlock)
+        return st.sampled_from(known) | anyb if known else anyb
+
+    def _blocks(self, data: st.DataObject, min_size: int, max_size: int) -> tuple[UniqueBlock, ...]:
+        """Either only blocks currently held (active), or anything: chosen per list, so that
+        well-formed releases are common while bad ones are still generated."""
+        m = self.system.model
+        held = sorted(m.active, key=lambda b: b.sort_key())
+        if held and data.draw(st.booleans(), label="held_only"):
+            return tuple(data.draw(st.lists(st.sampled_from(held), min_size=min_size, max_size=max_size,
+                                            unique=True), label="blocks"))
+        return tuple(data.draw(st.lists(self._block(), min_size=min_size, max_size=max_size), label="blocks"))
+
+    def _full(self) -> st.SearchStrategy[FullBlock]:
+        m = self.system.model
+        known = sorted((b for b in set(m.active) | set(m.inactive.keys()) if isinstance(b, FullBlock)),
+                       key=lambda b: b.hash)
+        return st.sampled_from(known) | self.fulls() if known else self.fulls()
+
+    def _expect(self, sig: MoveBlock, out: Outcome, pre_active: dict[UniqueBlock, int]) -> None:
+        err = out.error
+        if err is not None and not isinstance(err, DOCUMENTED[type(sig)]):
+            raise WrongError(f"{sig.to_json()} raised undocumented {type(err).__name__}: {err}")
+        if isinstance(sig, Destroy) and any(b not in pre_active for b in sig.blocks):
+            if not isinstance(err, E.DestroyNotActive):
+                raise WrongError(f"Destroy of a non-active block did not raise: {sig.to_json()}")
+        if isinstance(sig, Promote) and PartialBlock(sig.uuid) not in pre_active:
+            if not isinstance(err, E.PromoteMissing):
+                raise WrongError(f"Promote of a non-active partial did not raise: {sig.to_json()}")
+
+    def _process(self, sig: MoveBlock) -> None:
+        m = self.system.model
+        pre_active = dict(m.active)
+        out = self._run("process", sig)
+        self._expect(sig, out, pre_active)
+
+    @rule(data=st.data())
+    def use(self, data: st.DataObject) -> None:
+        """A well-formed Use: full blocks, then at most one partial at the end."""
+        fulls = data.draw(st.lists(self._full(), max_size=int(self.config["max_capacity"]) + 1), label="fulls")
+        tail = data.draw(st.none() | self.partials, label="tail")
+        blocks = tuple(fulls) + ((PartialBlock(tail),) if tail is not None else ())
+        self._process(Use(blocks))
+
+    @rule(data=st.data())
+    def use_any(self, data: st.DataObject) -> None:
+        """Any mix, partials anywhere (bad input for the ideal model)."""
+        blocks = data.draw(st.lists(self._block(), max_size=4), label="blocks")
+        self._process(Use(tuple(blocks)))
+
+    @rule(data=st.data())
+    def deref(self, data: st.DataObject) -> None:
+        self._process(Deref(self._blocks(data, 1, 3)))
+
+    @rule(data=st.data())
+    def destroy(self, data: st.DataObject) -> None:
+        self._process(Destroy(self._blocks(data, 1, 2)))
+
+    @rule(data=st.data())
+    def promote(self, data: st.DataObject) -> None:
+        m = self.system.model
+        live = sorted(b.uuid for b in m.active if isinstance(b, PartialBlock))
+        uuid = data.draw(st.sampled_from(live) | self.partials if live else self.partials, label="uuid")
+        h = data.draw(self._full(), label="hash").hash
+        parent = data.draw(st.none() | self._full().map(lambda b: b.hash), label="parent")
+        self._process(Promote(uuid, h, parent))
+
+    @rule(data=st.data())
+    def probe(self, data: st.DataObject) -> None:
+        blocks = data.draw(st.lists(self.fulls(), max_size=3), label="blocks")
+        out = self._run("probe_new_blocks", tuple(blocks))
+        m = self.system.model
+        assert out.result == sum(1 for b in blocks if b not in m.all_blocks)
+        self._run("current_capacity", None)
+
+    @rule(args=st.sampled_from([
+        {"Use": [{"F": -1}]},
+        {"Use": [{"F": 1 << 64}]},
+        {"Use": "not a list"},
+        {"Deref": [{"X": 1}]},
+        {"Promote": {"uuid": 7, "hash": 1}},
+        {"Promote": {"uuid": "p1"}},
+        {"Frobnicate": []},
+        [],
+    ]))
+    def malformed(self, args: Any) -> None:
+        before = self.system.key()
+        out = self._run_json("process", args)
+        if not isinstance(out.error, E.InvalidInput):
+            raise WrongError(f"malformed {args!r} gave {out.error!r}, not InvalidInput")
+        if self.system.key() != before:
+            raise WrongError(f"malformed {args!r} changed the state")
+
+
+class LruMachine(_Base):
+    """Rules: insert (same or later clock), remove, evict, len, push_front (counter only)."""
+
+    component = "lru_evictor_wallclock"
+    config: ClassVar[dict[str, Any]] = {"cleanup_threshold": 1}
+    quirks = frozenset()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = 0
+
+    objs = st.integers(0, 4)
+
+    @rule(obj=objs, tick=st.booleans())
+    def insert(self, obj: int, tick: bool) -> None:
+        self.clock += int(tick)
+        self._run("insert", {"object": obj, "clock": self.clock})
+
+    @rule(obj=objs)
+    def remove(self, obj: int) -> None:
+        self._run("remove", {"object": obj})
+
+    @rule()
+    def evict(self) -> None:
+        self._run("evict", {})
+
+    @rule()
+    def length(self) -> None:
+        self._run("len", {})
+
+    @rule(obj=objs)
+    def push_front(self, obj: int) -> None:
+        if self.component == "lru_evictor_counter":
+            self._run("push_front", {"object": obj})
+
+
+# ------------------------------------------------------------------------------ engine
+
+
+@attrs.define
+class HypothesisResult:
+    component: str
+    mode: str
+    quirks: list[str]
+    seed: int
+    examples: int
+    steps: int
+    seconds: float
+    violation: dict[str, Any] | None = None
+    trace: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "engine": "hypothesis",
+            "mode": self.mode,
+            "quirks": self.quirks,
+            "seed": self.seed,
+            "examples": self.examples,
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "steps_per_second": round(self.steps_per_second, 1),
+            "violation": self.violation,
+            "error": self.error,
+        }
+
+
+MACHINES: dict[str, type[_Base]] = {
+    "kv_manager": KvManagerMachine,
+    "lru_evictor_wallclock": LruMachine,
+    "lru_evictor_counter": LruMachine,
+}
+
+
+def machine_for(
+    component: str,
+    config: dict[str, Any] | None = None,
+    quirks: Iterable[str] = (),
+    target: Iterable[str] | None = None,
+) -> type[_Base]:
+    """A fresh machine class bound to one configuration (class state is per class)."""
+    base = MACHINES[component]
+    sys_ = make_system(component, config or {}, quirks)  # validates config and quirks
+    attrs_: dict[str, Any] = {
+        "component": component,
+        "config": sys_.config,
+        "quirks": sys_.quirks,
+        "target": None if target is None else frozenset(target),
+        "failures": [],
+        "steps_run": [0],
+    }
+    if isinstance(sys_, LruSystem):
+        attrs_["config"] = sys_.config
+    return type(f"{base.__name__}_{component}", (base,), attrs_)
+
+
+def run(
+    component: str,
+    *,
+    config: dict[str, Any] | None = None,
+    quirks: Iterable[str] = (),
+    mode: str = "custom",
+    seed: int = 0,
+    max_examples: int = 200,
+    steps: int = 30,
+    target: Iterable[str] | None = None,
+) -> HypothesisResult:
+    """Run one machine; on a violation, return the shrunk counterexample as a trace."""
+    quirk_list = sorted(quirks)
+    machine = machine_for(component, config, quirk_list, target)
+    machine._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
+    examples = [0]
+    orig_init = machine.__init__
+
+    def counting_init(self: Any) -> None:
+        examples[0] += 1
+        orig_init(self)
+
+    machine.__init__ = counting_init  # type: ignore[method-assign]
+    s = settings(
+        max_examples=max_examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+        print_blob=False,
+        phases=[Phase.generate, Phase.shrink],
+    )
+    res = HypothesisResult(component, mode, quirk_list, seed, 0, 0, 0.0)
+    t0 = time.perf_counter()
+    try:
+        run_state_machine_as_test(machine, settings=s)
+    except InvariantViolated:
+        log, inv, msg = machine.failures[-1]
+        trace = traces.record(
+            component, dict(machine.config), quirk_list, log,
+            origin={"engine": "hypothesis", "seed": seed, "max_examples": max_examples, "mode": mode},
+            target=machine.target,
+        )
+        res.trace = trace
+        res.violation = trace["violation"] or {"invariant": inv, "step": len(log) - 1, "message": msg}
+    except (WrongError, Flaky) as e:
+        res.error = f"{type(e).__name__}: {e}"
+    res.seconds = time.perf_counter() - t0
+    res.examples = examples[0]
+    res.steps = machine.steps_run[0]
+    return res
+
+
+def quirk_breakage(trace: dict[str, Any]) -> Counter[str]:
+    """Which invariants a trace's violation names (helper for summaries)."""
+    v = trace.get("violation") or {}
+    return Counter([v.get("invariant", "?")])
