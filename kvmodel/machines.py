@@ -351,6 +351,7 @@ def run(
         run_state_machine_as_test(machine, settings=s)
     except InvariantViolated:
         log, inv, msg = machine.failures[-1]
+        log = traces.minimize(component, dict(machine.config), quirk_list, log, inv)
         trace = traces.record(
             component, dict(machine.config), quirk_list, log,
             origin={"engine": "hypothesis", "seed": seed, "max_examples": max_examples, "mode": mode},

@@ -70,6 +70,46 @@ def record(
     }
 
 
+def minimize(
+    component: str,
+    config: dict[str, Any],
+    quirks: Iterable[str],
+    ops: Sequence[tuple[str, Any]],
+    invariant: str,
+) -> list[tuple[str, Any]]:
+    """Greedy one-step deletion: drop any step whose removal still breaks ``invariant``.
+
+    The result is 1-minimal: removing any single remaining step loses the violation.
+    Systems are deterministic, so each candidate is one cheap re-run.
+    """
+    quirks = list(quirks)
+    cur = list(ops)
+
+    def breaks(candidate: list[tuple[str, Any]]) -> int | None:
+        sys_ = make_system(component, config, quirks)
+        for i, (op, args) in enumerate(candidate):
+            out = sys_.step(op, args)
+            if any(v.invariant == invariant for v in out.violations):
+                return i
+        return None
+
+    end = breaks(cur)
+    if end is None:
+        return cur
+    cur = cur[: end + 1]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(cur) - 1, -1, -1):
+            cand = cur[:i] + cur[i + 1 :]
+            hit = breaks(cand)
+            if hit is not None:
+                cur = cand[: hit + 1]
+                changed = True
+                break
+    return cur
+
+
 def dumps(trace: dict[str, Any]) -> str:
     """Canonical bytes: sorted keys, two-space indent, trailing newline (same input, same bytes)."""
     return json.dumps(trace, indent=2, sort_keys=True) + "\n"

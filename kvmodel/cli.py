@@ -1,0 +1,290 @@
+"""The ``kvmodel`` command line.
+
+Exit codes everywhere: 0 = no violation / success; 1 = a violation or a divergence was
+found; 2 = bad usage or a bad input file (one line naming the file and the problem).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kvmodel import __version__
+
+ENGINES = ("hypothesis",)
+CHECK_COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter")
+PROFILES = {"ci": {"max_examples": 200, "steps": 30}, "deep": {"max_examples": 3000, "steps": 60}}
+
+
+class UsageError(Exception):
+    pass
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def _log(args: argparse.Namespace, msg: str) -> None:
+    print(msg, file=sys.stderr if getattr(args, "json", False) else sys.stdout, flush=True)
+
+
+# ----------------------------------------------------------------------------- check
+
+
+def _trace_name(component: str, mode: str, invariant: str, seed: int) -> str:
+    return f"{component}-{mode}-{invariant.replace('.', '_')}-seed{seed}.json"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from kvmodel import machines, traces
+    from kvmodel.model.quirks import faithful, quirks_of
+
+    comps = args.component or list(CHECK_COMPONENTS)
+    for c in comps:
+        if c not in CHECK_COMPONENTS:
+            raise UsageError(f"unknown component {c!r} (known: {', '.join(CHECK_COMPONENTS)})")
+    engines = list(ENGINES) if args.engine in (None, "all") else [args.engine]
+    prof = dict(PROFILES[args.profile])
+    if args.max_examples is not None:
+        prof["max_examples"] = args.max_examples
+    if args.steps is not None:
+        prof["steps"] = args.steps
+    mode = "ideal" if args.ideal else "faithful" if args.faithful else "both"
+    out_dir = Path(args.out)
+    results: list[dict[str, Any]] = []
+    failed = False
+
+    def save(res: machines.HypothesisResult, label: str) -> str | None:
+        if res.trace is None or res.violation is None:
+            return None
+        p = out_dir / _trace_name(res.component, label, res.violation["invariant"], res.seed)
+        traces.write(res.trace, p)
+        return str(p)
+
+    for engine in engines:
+        for comp in comps:
+            if mode in ("ideal", "both"):
+                r = machines.run(comp, quirks=(), mode="ideal", seed=args.seed, **prof)
+                row = r.to_json() | {"check": "ideal", "trace": save(r, "ideal")}
+                ok = r.violation is None and r.error is None
+                row["verdict"] = "pass" if ok else "FAIL"
+                failed |= not ok
+                results.append(row)
+                _log(args, _line(row))
+            if mode == "faithful":
+                r = machines.run(comp, quirks=faithful(comp), mode="faithful", seed=args.seed, **prof)
+                row = r.to_json() | {"check": "faithful", "trace": save(r, "faithful")}
+                ok = r.violation is None and r.error is None
+                row["verdict"] = "pass" if ok else "VIOLATION"
+                failed |= not ok
+                results.append(row)
+                _log(args, _line(row))
+            if mode == "both":
+                for q in quirks_of(comp):
+                    r = machines.run(
+                        comp, quirks=(q.name, *q.requires), mode=f"quirk:{q.name}", seed=args.seed,
+                        target=q.breaks, max_examples=max(prof["max_examples"], 1000), steps=prof["steps"],
+                    )
+                    row = r.to_json() | {"check": f"quirk {q.name}", "expects": list(q.breaks),
+                                         "trace": save(r, f"quirk-{q.name}")}
+                    ok = r.violation is not None and r.error is None
+                    row["verdict"] = "reproduced" if ok else "NOT REPRODUCED"
+                    failed |= not ok
+                    results.append(row)
+                    _log(args, _line(row))
+    summary = {
+        "mode": mode,
+        "engines": engines,
+        "components": comps,
+        "profile": args.profile,
+        "seed": args.seed,
+        "results": results,
+        "ok": not failed,
+    }
+    if args.json:
+        _emit_json(summary)
+    else:
+        n_ok = sum(1 for r in results if r["verdict"] in ("pass", "reproduced"))
+        print(f"{n_ok} of {len(results)} checks as expected; " + ("all good" if not failed else "see above"))
+    return 1 if failed else 0
+
+
+def _line(row: dict[str, Any]) -> str:
+    head = f"[{row['engine']}] {row['component']:<22} {row['check']:<42} {row['verdict']:<15}"
+    stats = f"{row['steps']} steps, {row['seconds']:.2f}s"
+    v = row.get("violation")
+    tail = ""
+    if v:
+        tail = f"  {v['invariant']} at step {v['step']}: {v['message']}"
+        if row.get("trace"):
+            tail += f"  -> {row['trace']}"
+    if row.get("error"):
+        tail += f"  error: {row['error']}"
+    return f"{head} {stats}{tail}"
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from kvmodel import traces
+
+    trace = traces.load(args.trace)
+    res = traces.replay(trace, source=str(args.trace))
+    if args.json:
+        _emit_json({"trace": str(args.trace), **res.to_json()})
+    else:
+        print(f"{args.trace}: {trace['component']} with quirks {trace['quirks'] or 'none (ideal)'}: "
+              f"replayed {res.steps_run} of {len(trace['steps'])} steps")
+        if res.divergence:
+            print(f"DIVERGENCE at {res.divergence}")
+        else:
+            print("every recorded observation reproduced")
+        if res.violation:
+            v = res.violation
+            note = " (as recorded)" if res.reproduces_recorded else (
+                " (the trace recorded none)" if not res.recorded_violation else
+                f" (recorded: {res.recorded_violation['invariant']} at step {res.recorded_violation['step']})")
+            print(f"VIOLATION of {v['invariant']} at step {v['step']}: {v['message']}{note}")
+        elif res.recorded_violation and not res.divergence:
+            rv = res.recorded_violation
+            print(f"the recorded violation of {rv['invariant']} at step {rv['step']} did NOT reproduce")
+            return 1
+    return 1 if (res.divergence or res.violation) else 0
+
+
+# ----------------------------------------------------------------------------- vectors
+
+
+def cmd_vectors(args: argparse.Namespace) -> int:
+    from kvmodel import vectors
+
+    results = vectors.run_file(args.file, args.component)
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    for r in results:
+        counts[r.status] += 1
+    if args.json:
+        _emit_json({"file": str(args.file), "results": [
+            {"id": r.id, "component": r.component, "status": r.status, "message": r.message} for r in results],
+            "passed": counts["PASS"], "failed": counts["FAIL"], "skipped": counts["SKIP"]})
+    else:
+        for r in results:
+            print(r.line())
+        print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    return 1 if counts["FAIL"] else 0
+
+
+# ----------------------------------------------------------------------------- catalogues
+
+
+def cmd_invariants(args: argparse.Namespace) -> int:
+    from kvmodel import invariants
+    from kvmodel.docs import invariants_markdown
+
+    comps = invariants.components()
+    for c in args.component or []:
+        if c not in comps:
+            raise UsageError(f"unknown component {c!r} (known: {', '.join(comps)})")
+    sel = [i for i in invariants.ALL if not args.component or i.component in args.component]
+    if args.json:
+        _emit_json({"count": len(sel), "invariants": [i.to_json() for i in sel]})
+    elif args.markdown:
+        sys.stdout.write(invariants_markdown(args.component))
+    else:
+        for i in sel:
+            print(f"{i.component:<22} {i.name:<36} {i.kind:<6} {i.statement}")
+        print(f"{len(sel)} invariants")
+    return 0
+
+
+def cmd_quirks(args: argparse.Namespace) -> int:
+    from kvmodel.model.quirks import QUIRKS
+
+    sel = [q for q in QUIRKS.values() if not args.component or q.component in args.component]
+    if args.json:
+        _emit_json({"count": len(sel), "quirks": [
+            {"name": q.name, "component": q.component, "ref": q.ref, "summary": q.summary,
+             "breaks": list(q.breaks), "requires": list(q.requires)} for q in sel]})
+    else:
+        for q in sel:
+            print(f"{q.component:<22} {q.name:<38} {q.ref:<12} breaks {', '.join(q.breaks)}")
+        print(f"{len(sel)} quirks")
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kvmodel", description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--version", action="version", version=f"kvmodel {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    c = sub.add_parser("check", help="run the invariant suites (every component and engine by default)")
+    c.add_argument("--component", action="append", help="a component (repeatable; default: all)")
+    c.add_argument("--engine", choices=[*ENGINES, "all"], help="engine (default: all)")
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("--ideal", action="store_true", help="only the ideal model (quirks off)")
+    g.add_argument("--faithful", action="store_true", help="only the faithful model (all quirks on)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--profile", choices=sorted(PROFILES), default="ci")
+    c.add_argument("--max-examples", type=int)
+    c.add_argument("--steps", type=int, help="steps per example")
+    c.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_check)
+
+    r = sub.add_parser("replay", help="re-run a trace on the model and report the first divergence")
+    r.add_argument("trace")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_replay)
+
+    v = sub.add_parser("vectors", help="run test vectors (dynamo-kv-test-vectors/1 format)")
+    v.add_argument("file")
+    v.add_argument("--component", action="append", help="only vectors of this component (repeatable)")
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=cmd_vectors)
+
+    i = sub.add_parser("invariants", help="print the invariant catalogue")
+    i.add_argument("--component", action="append")
+    fmt = i.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true")
+    fmt.add_argument("--markdown", action="store_true", help="the catalogue as docs/invariants.md")
+    i.set_defaults(func=cmd_invariants)
+
+    q = sub.add_parser("quirks", help="print the named quirks (known defects of the real code)")
+    q.add_argument("--component", action="append")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_quirks)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from kvmodel.traces import TraceError
+    from kvmodel.vectors import VectorFileError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        rc: int = args.func(args)
+        return rc
+    except (TraceError, VectorFileError) as e:
+        print(f"kvmodel: {e}", file=sys.stderr)
+        return 2
+    except UsageError as e:
+        print(f"kvmodel {args.cmd}: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # e.g. an unknown quirk name in a trace
+        print(f"kvmodel {args.cmd}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
