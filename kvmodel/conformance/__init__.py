@@ -1,0 +1,1 @@
+"""Conformance: drive real implementations (Dynamo's Rust code, vLLM) beside the model."""

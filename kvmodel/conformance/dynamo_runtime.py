@@ -1,0 +1,96 @@
+"""Access to the real Dynamo Rust code in the ``ai-dynamo-runtime==1.6.1`` wheel.
+
+* :func:`compute_block_hash_for_seq` — the router's local block hashes
+  (``dynamo._core.compute_block_hash_for_seq``).
+* :func:`mocker_kv_events` — the real mocker's per-block KV event stream, from the
+  internal ``run_replay_with_artifacts_json`` of the aisimulate-core module that the same
+  shared object exports (``dynamo-runtime.md`` §3.3). It is not a documented API, so it is
+  behind a capability check: :func:`available` says whether this installation has it.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+PINNED = "1.6.1"
+
+
+def available() -> str | None:
+    """``None`` when the real wheel and its mocker event path can be used, else why not."""
+    try:
+        import dynamo._core as core
+    except ImportError as e:
+        return f"ai-dynamo-runtime is not installed ({e}); install kvmodel[real]"
+    if not hasattr(core, "compute_block_hash_for_seq") or not hasattr(core, "_normalize_mocker_config"):
+        return "dynamo._core lacks compute_block_hash_for_seq or _normalize_mocker_config"
+    try:
+        rt = _runtime()
+    except Exception as e:  # noqa: BLE001 - any loader failure means the capability is absent
+        return f"cannot load the mocker runtime module: {e}"
+    if not hasattr(rt, "run_replay_with_artifacts_json"):
+        return "the mocker runtime has no run_replay_with_artifacts_json"
+    return None
+
+
+def version() -> str | None:
+    try:
+        from importlib.metadata import version as v
+
+        return v("ai-dynamo-runtime")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def compute_block_hash_for_seq(tokens: Sequence[int], block_size: int) -> list[int]:
+    import dynamo._core as core
+
+    return list(core.compute_block_hash_for_seq(list(tokens), block_size))
+
+
+_RT: Any = None
+
+
+def _runtime() -> Any:
+    global _RT
+    if _RT is None:
+        os.environ.setdefault("DYN_LOG", "error")
+        import dynamo._core as core
+
+        loader = importlib.machinery.ExtensionFileLoader("_runtime", core.__file__)
+        spec = importlib.util.spec_from_file_location("_runtime", core.__file__, loader=loader)
+        assert spec is not None
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        _RT = mod
+    return _RT
+
+
+def mocker_kv_events(
+    prompts: Sequence[Sequence[int]],
+    *,
+    block_size: int = 16,
+    num_gpu_blocks: int = 64,
+    output_tokens: int = 1,
+    gap_ms: float = 1000.0,
+) -> list[dict[str, Any]]:
+    """Run the real mocker offline on sequential requests; return its KV events in order."""
+    import dynamo._core as core
+
+    engine = core._normalize_mocker_config({"engine": {"block_size": block_size, "num_gpu_blocks": num_gpu_blocks}})
+    payload = {
+        "version": 1,
+        "topology": {"kind": "aggregated", "workers": {"initial_workers": 1}},
+        "engine": {"dp_size": 1, "rank": engine["engine"]},
+        "requests": [
+            {"id": f"r{i}", "arrival_time_ms": gap_ms * i, "input_tokens": len(p),
+             "input_token_ids": list(p), "output_tokens": output_tokens}
+            for i, p in enumerate(prompts)
+        ],
+    }
+    out = json.loads(_runtime().run_replay_with_artifacts_json(json.dumps(payload)))
+    return [e["event"] for e in out["artifacts"]["kv_events"]]

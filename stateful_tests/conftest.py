@@ -1,0 +1,43 @@
+"""Shared fixtures: where ``shared/`` is, Hypothesis profiles, and the real-parts switch.
+
+``KVMODEL_REQUIRE_REAL=1`` (set by ``.ci/run``) turns every "real part missing" skip
+into a failure, so CI cannot pass by skipping the conformance tests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KVMODEL_SHARED", ROOT.parent / "shared"))
+VECTORS = SHARED / "vectors" / "dynamo-test-vectors.json"
+REQUIRE_REAL = os.environ.get("KVMODEL_REQUIRE_REAL") == "1"
+
+settings.register_profile(
+    "ci", max_examples=150, stateful_step_count=30, deadline=None, derandomize=True,
+    database=None, suppress_health_check=list(HealthCheck), print_blob=True,
+)
+settings.register_profile(
+    "deep", max_examples=3000, stateful_step_count=60, deadline=None,
+    suppress_health_check=list(HealthCheck), print_blob=True,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def require(condition: bool, why: str) -> None:
+    """Skip when a real part is missing, or fail when KVMODEL_REQUIRE_REAL=1."""
+    if condition:
+        return
+    if REQUIRE_REAL:
+        pytest.fail(f"{why} (KVMODEL_REQUIRE_REAL=1: missing real parts fail instead of skipping)")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def vectors_path() -> Path:
+    require(VECTORS.exists(), f"the shared vectors file is not at {VECTORS}")
+    return VECTORS

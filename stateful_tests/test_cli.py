@@ -1,0 +1,85 @@
+"""The command line: exit codes, outputs, generated docs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvmodel import cli, invariants, traces
+from kvmodel.docs import invariants_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_check_ideal_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc = cli.main(["check", "--component", "kv_manager", "--engine", "hypothesis", "--ideal",
+                   "--max-examples", "60", "--json", "--out", str(tmp_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["ok"] is True
+    (row,) = out["results"]
+    assert row["verdict"] == "pass" and row["steps"] > 0 and row["steps_per_second"] > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_faithful_exits_1_with_a_replayable_trace(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc = cli.main(["check", "--component", "kv_manager", "--engine", "hypothesis", "--faithful",
+                   "--out", str(tmp_path)])
+    assert rc == 1
+    assert "VIOLATION" in capsys.readouterr().out
+    (path,) = list(tmp_path.iterdir())
+    t = traces.load(path)
+    assert t["violation"] is not None
+    assert cli.main(["replay", str(path), "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["divergence"] is None and res["reproduces_recorded_violation"] is True
+
+
+def test_check_lru_default_mode_reproduces_the_quirk(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc = cli.main(["check", "--component", "lru_evictor_wallclock", "--json", "--out", str(tmp_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    verdicts = {r["check"]: r["verdict"] for r in out["results"]}
+    assert verdicts == {"ideal": "pass", "quirk equal_timestamp_stale_entry": "reproduced"}
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["check", "--component", "nonesuch"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nonesuch" in err
+    assert cli.main(["invariants", "--component", "nonesuch"]) == 2
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", "--ideal", "--faithful"])
+    assert e.value.code == 2
+    assert cli.main([]) == 2
+
+
+def test_invariants_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["invariants", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["count"] == len(invariants.ALL) >= 15
+    names = {i["name"] for i in out["invariants"]}
+    for must in ("kv.refcount_positive", "kv.active_inactive_disjoint", "kv.all_blocks_union",
+                 "kv.capacity_bound", "kv.store_parent_stored", "kv.remove_only_stored",
+                 "kv.router_view_matches_resident"):
+        assert must in names
+    assert cli.main(["invariants", "--component", "kv_manager"]) == 0
+    assert "13 invariants" in capsys.readouterr().out
+
+
+def test_docs_invariants_md_is_generated_from_the_registry() -> None:
+    assert (ROOT / "docs" / "invariants.md").read_text() == invariants_markdown()
+
+
+def test_quirks_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["quirks", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["count"] >= 12 and all(q["breaks"] for q in out["quirks"])
+
+
+def test_console_script_runs() -> None:
+    r = subprocess.run([sys.executable, "-m", "kvmodel.cli", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("kvmodel ")

@@ -1,0 +1,83 @@
+"""LRU evictors: exact-LRU machines, the stale-entry quirk, and the two evictors agreeing."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import run_state_machine_as_test
+
+from kvmodel import machines, traces
+from kvmodel.model.lru import CounterLRU, WallClockLRU
+
+
+def test_wallclock_ideal_machine() -> None:
+    m = machines.machine_for("lru_evictor_wallclock", {"cleanup_threshold": 1}, quirks=())
+    run_state_machine_as_test(m, settings=settings())
+
+
+def test_counter_machine() -> None:
+    m = machines.machine_for("lru_evictor_counter", {}, quirks=())
+    run_state_machine_as_test(m, settings=settings())
+
+
+def test_stale_entry_quirk_found_at_minimal_depth() -> None:
+    res = machines.run("lru_evictor_wallclock", config={"cleanup_threshold": 50},
+                       quirks=("equal_timestamp_stale_entry",), seed=0, max_examples=1000)
+    assert res.violation is not None and res.trace is not None
+    assert res.violation["invariant"] == "lru.evicts_least_recent"
+    # insert a, insert b, insert a again (same clock), evict -> a (stale position): 4 steps
+    assert len(res.trace["steps"]) == 4
+    assert traces.replay(res.trace).reproduces_recorded
+
+
+ops = st.lists(st.tuples(st.sampled_from(["insert", "remove", "evict"]), st.integers(0, 5)), max_size=60)
+
+
+@given(ops, st.integers(1, 4))
+def test_counter_and_ideal_wallclock_agree(seq: list[tuple[str, int]], threshold: int) -> None:
+    """With unique timestamps the lazy-queue evictor is observably the counter evictor."""
+    a: WallClockLRU[int] = WallClockLRU(threshold, quirks=())
+    b: CounterLRU[int] = CounterLRU()
+    for op, x in seq:
+        if op == "insert":
+            a.insert(x)
+            b.insert(x)
+        elif op == "remove":
+            assert a.remove(x) == b.remove(x)
+        else:
+            assert a.evict() == b.evict()
+        assert a.order() == b.order()
+        assert len(a) == len(b)
+
+
+@given(ops)
+def test_faithful_wallclock_with_increasing_clock_is_exact(seq: list[tuple[str, int]]) -> None:
+    """The quirk needs equal clock readings: on a strictly increasing clock it is invisible."""
+    a: WallClockLRU[int] = WallClockLRU(2)
+    b: CounterLRU[int] = CounterLRU()
+    for op, x in seq:
+        if op == "insert":
+            a.insert(x)
+            b.insert(x)
+        elif op == "remove":
+            a.remove(x)
+            b.remove(x)
+        else:
+            assert a.evict() == b.evict()
+
+
+def test_queue_cleanup_keeps_order_and_bounds_queue() -> None:
+    a: WallClockLRU[int] = WallClockLRU(1, quirks=())
+    for i in range(50):
+        a.insert(i % 3)
+    assert len(a.queue) <= 2 * len(a) + 1
+    assert a.order() == [0, 1, 2][(50 % 3):] + [0, 1, 2][: (50 % 3)]
+
+
+def test_push_front_is_next_to_go() -> None:
+    b: CounterLRU[str] = CounterLRU()
+    for x in "abc":
+        b.insert(x)
+    b.push_front("c")
+    b.push_front("b")
+    assert [b.evict() for _ in range(4)] == ["b", "c", "a", None]

@@ -1,0 +1,120 @@
+"""Trace format v1: schema, record/replay round trip, divergence detection, bad files, CLI."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvmodel import cli, traces
+
+OPS: list[tuple[str, Any]] = [
+    ("process", {"Use": [{"F": 1}, {"F": 2}, {"P": "a"}]}),
+    ("process", {"Promote": {"uuid": "a", "hash": 3, "parent_hash": 2}}),
+    ("process", {"Deref": [{"F": 1}, {"F": 2}, {"F": 3}]}),
+    ("process", {"Use": [{"F": 7}, {"F": 8}, {"F": 9}]}),
+    ("probe_new_blocks", {"blocks": [{"F": 1}, {"F": 7}]}),
+    ("process", {"Destroy": [{"F": 4}]}),
+    ("current_capacity", {}),
+]
+
+
+def _trace(quirks: list[str] | None = None) -> dict[str, Any]:
+    return traces.record("kv_manager", {"max_capacity": 4}, quirks or [], OPS, stop_at_violation=False)
+
+
+def test_recorded_trace_matches_schema_and_replays() -> None:
+    t = _trace()
+    assert traces.validate(t) is None
+    r = traces.replay(t)
+    assert r.divergence is None and r.violation is None and r.steps_run == len(OPS)
+    # eviction Removes come before the Use's Store, in order
+    ev = t["steps"][3]["observe"]["events"]
+    assert [next(iter(e)) for e in ev] == ["Remove", "Remove", "Store"]
+    assert t["steps"][5]["observe"]["error"]["id"] == "called `Option::unwrap()` on a `None` value"
+
+
+def test_tampered_observation_is_a_divergence_at_that_step() -> None:
+    t = _trace()
+    t2 = copy.deepcopy(t)
+    t2["steps"][3]["observe"]["events"][0]["Remove"]["blocks"] = [2]
+    r = traces.replay(t2)
+    assert r.divergence_step == 3 and "events" in (r.divergence or "")
+    t3 = copy.deepcopy(t)
+    t3["steps"][4]["observe"]["returns"] += 1
+    assert traces.replay(t3).divergence_step == 4
+    t4 = copy.deepcopy(t)
+    t4["steps"][5]["observe"] = {"returns": True, "events": []}
+    assert traces.replay(t4).divergence_step == 5
+
+
+def test_faithful_quirks_change_what_replays() -> None:
+    """A trace recorded on the ideal model diverges when replayed as faithful, and vice versa."""
+    t = _trace()
+    faithful = copy.deepcopy(t)
+    faithful["quirks"] = ["promote_parent_unchecked", "deref_ignores_unknown", "store_parent_last_hit"]
+    assert traces.replay(faithful).divergence is None  # none of these fire on OPS
+    faithful["quirks"] = ["destroy_ignores_refcount", "destroy_mutates_before_panic"]
+    assert traces.replay(faithful).divergence is None
+
+
+@given(st.lists(st.sampled_from(OPS), max_size=12))
+def test_record_then_replay_is_identity(ops: list[tuple[str, Any]]) -> None:
+    for quirks in ([], sorted(__import__("kvmodel.model.quirks", fromlist=["faithful"]).faithful("kv_manager"))):
+        t = traces.record("kv_manager", {"max_capacity": 3}, quirks, ops, stop_at_violation=False)
+        assert traces.dumps(json.loads(traces.dumps(t))) == traces.dumps(t)
+        r = traces.replay(t)
+        assert r.divergence is None
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("[", "not JSON"),
+    ('{"format": "kvmodel-trace/1"}', "not a kvmodel trace"),
+    ('{"format": "kvmodel-trace/9", "component": "kv_manager", "config": {}, "quirks": [], "steps": []}',
+     "not a kvmodel trace"),
+])
+def test_bad_trace_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, needle: str) -> None:
+    f = tmp_path / "t.json"
+    f.write_text(content)
+    assert cli.main(["replay", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(f) in err and needle in err
+
+
+def test_trace_with_unknown_component_or_quirk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t = _trace()
+    for patch, needle in (({"component": "warp_drive"}, "unknown component"),
+                          ({"quirks": ["no_such_quirk"]}, "unknown quirk"),
+                          ({"config": {"max_capacity": -1}}, "max_capacity")):
+        f = tmp_path / "t.json"
+        f.write_text(json.dumps({**t, **patch}))
+        assert cli.main(["replay", str(f)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_replay_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ok = tmp_path / "ok.json"
+    traces.write(_trace(), ok)
+    assert cli.main(["replay", str(ok)]) == 0
+    assert "every recorded observation reproduced" in capsys.readouterr().out
+    bad = _trace()
+    bad["steps"][0]["observe"]["returns"] = False
+    p = tmp_path / "bad.json"
+    traces.write(bad, p)
+    assert cli.main(["replay", str(p), "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["divergence_step"] == 0 and "returns" in res["divergence"]
+    viol = traces.record("kv_manager", {"max_capacity": 4}, ["deref_ignores_unknown"],
+                         [("process", {"Deref": [{"F": 1}]})])
+    p2 = tmp_path / "viol.json"
+    traces.write(viol, p2)
+    assert cli.main(["replay", str(p2), "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["reproduces_recorded_violation"] is True
+    assert res["violation"]["invariant"] == "kv.deref_never_below_zero"
