@@ -217,40 +217,83 @@ def _never_below_zero(ctx: StepContext) -> str | None:
 
 
 INVARIANTS: tuple[Invariant, ...] = (
-    Invariant("kv.refcount_positive", C, "state",
-              "Every active block has a reference count of at least 1.", _refcount_positive),
-    Invariant("kv.active_inactive_disjoint", C, "state",
-              "No block is both active and in the inactive pool.", _disjoint),
-    Invariant("kv.all_blocks_union", C, "state",
-              "all_blocks is exactly the active blocks plus the inactive blocks.", _union),
-    Invariant("kv.capacity_bound", C, "state",
-              "Active plus inactive blocks never exceed max_capacity.", _capacity),
-    Invariant("kv.inactive_full_only", C, "state",
-              "The inactive pool caches only full blocks (a partial with no reference is garbage).",
-              _inactive_full_only),
-    Invariant("kv.store_parent_stored", C, "stream",
-              "A Store's parent was Stored earlier and not Removed since (parent before child).",
-              _fault("kv.store_parent_stored")),
-    Invariant("kv.store_only_new", C, "stream",
-              "A Store names only hashes that are not in the router's view already.",
-              _fault("kv.store_only_new")),
-    Invariant("kv.remove_only_stored", C, "stream",
-              "A Remove names only hashes that were Stored and not Removed since.",
-              _fault("kv.remove_only_stored")),
-    Invariant("kv.router_view_matches_resident", C, "stream",
-              "After every step the router's view (Stored minus Removed) equals the full blocks "
-              "resident in the manager.", _view_matches),
-    Invariant("kv.refcount_conservation", C, "stream",
-              "Each block's refcount equals the references callers hold on it (Uses that "
-              "succeeded minus Derefs and Destroys, moved by Promote); a block nobody holds is not active.",
-              _conservation),
-    Invariant("kv.store_lineage", C, "step",
-              "Each Store of a Use is a contiguous run of the Use's new full blocks whose parent is "
-              "the block just before the run (None at the start).", _lineage),
-    Invariant("kv.failed_op_no_trace", C, "step",
-              "A Use that returns false, or an operation that raises, leaves the state unchanged "
-              "and emits nothing.", _no_trace),
-    Invariant("kv.deref_never_below_zero", C, "step",
-              "A Deref that would take a block's reference count below zero is rejected, not "
-              "silently ignored.", _never_below_zero),
+    Invariant(
+        "kv.refcount_positive",
+        C,
+        "state",
+        "Every active block has a reference count of at least 1.",
+        _refcount_positive,
+    ),
+    Invariant(
+        "kv.active_inactive_disjoint", C, "state", "No block is both active and in the inactive pool.", _disjoint
+    ),
+    Invariant(
+        "kv.all_blocks_union", C, "state", "all_blocks is exactly the active blocks plus the inactive blocks.", _union
+    ),
+    Invariant("kv.capacity_bound", C, "state", "Active plus inactive blocks never exceed max_capacity.", _capacity),
+    Invariant(
+        "kv.inactive_full_only",
+        C,
+        "state",
+        "The inactive pool caches only full blocks (a partial with no reference is garbage).",
+        _inactive_full_only,
+    ),
+    Invariant(
+        "kv.store_parent_stored",
+        C,
+        "stream",
+        "A Store's parent was Stored earlier and not Removed since (parent before child).",
+        _fault("kv.store_parent_stored"),
+    ),
+    Invariant(
+        "kv.store_only_new",
+        C,
+        "stream",
+        "A Store names only hashes that are not in the router's view already.",
+        _fault("kv.store_only_new"),
+    ),
+    Invariant(
+        "kv.remove_only_stored",
+        C,
+        "stream",
+        "A Remove names only hashes that were Stored and not Removed since.",
+        _fault("kv.remove_only_stored"),
+    ),
+    Invariant(
+        "kv.router_view_matches_resident",
+        C,
+        "stream",
+        "After every step the router's view (Stored minus Removed) equals the full blocks resident in the manager.",
+        _view_matches,
+    ),
+    Invariant(
+        "kv.refcount_conservation",
+        C,
+        "stream",
+        "Each block's refcount equals the references callers hold on it (Uses that "
+        "succeeded minus Derefs and Destroys, moved by Promote); a block nobody holds is not active.",
+        _conservation,
+    ),
+    Invariant(
+        "kv.store_lineage",
+        C,
+        "step",
+        "Each Store of a Use is a contiguous run of the Use's new full blocks whose parent is "
+        "the block just before the run (None at the start).",
+        _lineage,
+    ),
+    Invariant(
+        "kv.failed_op_no_trace",
+        C,
+        "step",
+        "A Use that returns false, or an operation that raises, leaves the state unchanged and emits nothing.",
+        _no_trace,
+    ),
+    Invariant(
+        "kv.deref_never_below_zero",
+        C,
+        "step",
+        "A Deref that would take a block's reference count below zero is rejected, not silently ignored.",
+        _never_below_zero,
+    ),
 )

@@ -63,11 +63,14 @@ def _len_matches(ctx: StepContext) -> str | None:
 
 def _make(component: str) -> tuple[Invariant, ...]:
     return (
-        Invariant("lru.evicts_least_recent", component, "step",
-                  "evict() returns the live object inserted least recently (None when empty), and "
-                  "remove() reports presence.", _evicts_least_recent),
-        Invariant("lru.len_matches", component, "state",
-                  "len() equals the number of live objects.", _len_matches),
+        Invariant(
+            "lru.evicts_least_recent",
+            component,
+            "step",
+            "evict() returns the live object inserted least recently (None when empty), and remove() reports presence.",
+            _evicts_least_recent,
+        ),
+        Invariant("lru.len_matches", component, "state", "len() equals the number of live objects.", _len_matches),
     )
 
 

@@ -27,8 +27,12 @@ def invariants_markdown(components: Iterable[str] | None = None) -> str:
             continue
         invs = invariants.for_component(comp)
         total += len(invs)
-        lines += [f"## {comp}", "", "| invariant | kind | statement | broken by quirk (faithful model) |",
-                  "|---|---|---|---|"]
+        lines += [
+            f"## {comp}",
+            "",
+            "| invariant | kind | statement | broken by quirk (faithful model) |",
+            "|---|---|---|---|",
+        ]
         for inv in invs:
             qs = sorted(q.name for q in QUIRKS.values() if q.component == comp and inv.name in q.breaks)
             lines.append(f"| `{inv.name}` | {inv.kind} | {inv.statement} | {', '.join(f'`{q}`' for q in qs) or '—'} |")

@@ -84,7 +84,7 @@ class KvManagerMachine(_Base):
     """Rules: Use (well-formed and arbitrary), Deref, Destroy, Promote, probes, malformed input."""
 
     component = "kv_manager"
-    config = dict(KvManagerSystem.DEFAULTS)
+    config: ClassVar[dict[str, Any]] = dict(KvManagerSystem.DEFAULTS)
     quirks = frozenset()
     partials = Bundle("partials")
 
@@ -115,23 +115,29 @@ class KvManagerMachine(_Base):
         """Half the time a block the manager knows (active or inactive), else any block."""
         m = self.system.model
         known = sorted(set(m.active) | set(m.inactive.keys()), key=lambda b: b.sort_key())
-        anyb = self.fulls() | self.partials.map(PartialBlock)
-        return st.sampled_from(known) | anyb if known else anyb
+        partials: st.SearchStrategy[str] = self.partials
+        anyb: st.SearchStrategy[UniqueBlock] = st.one_of(self.fulls(), partials.map(PartialBlock))
+        return st.one_of(st.sampled_from(known), anyb) if known else anyb
 
     def _blocks(self, data: st.DataObject, min_size: int, max_size: int) -> tuple[UniqueBlock, ...]:
         """Either only blocks currently held (active), or anything: chosen per list, so that
         well-formed releases are common while bad ones are still generated."""
         m = self.system.model
         held = sorted(m.active, key=lambda b: b.sort_key())
-        if held and data.draw(st.booleans(), label="held_only"):
-            return tuple(data.draw(st.lists(st.sampled_from(held), min_size=min_size, max_size=max_size,
-                                            unique=True), label="blocks"))
+        held_only: bool = data.draw(st.booleans(), label="held_only") if held else False
+        if held_only:
+            return tuple(
+                data.draw(
+                    st.lists(st.sampled_from(held), min_size=min_size, max_size=max_size, unique=True), label="blocks"
+                )
+            )
         return tuple(data.draw(st.lists(self._block(), min_size=min_size, max_size=max_size), label="blocks"))
 
     def _full(self) -> st.SearchStrategy[FullBlock]:
         m = self.system.model
-        known = sorted((b for b in set(m.active) | set(m.inactive.keys()) if isinstance(b, FullBlock)),
-                       key=lambda b: b.hash)
+        known = sorted(
+            (b for b in set(m.active) | set(m.inactive.keys()) if isinstance(b, FullBlock)), key=lambda b: b.hash
+        )
         return st.sampled_from(known) | self.fulls() if known else self.fulls()
 
     def _expect(self, sig: MoveBlock, out: Outcome, pre_active: dict[UniqueBlock, int]) -> None:
@@ -190,16 +196,20 @@ class KvManagerMachine(_Base):
         assert out.result == sum(1 for b in blocks if b not in m.all_blocks)
         self._run("current_capacity", None)
 
-    @rule(args=st.sampled_from([
-        {"Use": [{"F": -1}]},
-        {"Use": [{"F": 1 << 64}]},
-        {"Use": "not a list"},
-        {"Deref": [{"X": 1}]},
-        {"Promote": {"uuid": 7, "hash": 1}},
-        {"Promote": {"uuid": "p1"}},
-        {"Frobnicate": []},
-        [],
-    ]))
+    @rule(
+        args=st.sampled_from(
+            [
+                {"Use": [{"F": -1}]},
+                {"Use": [{"F": 1 << 64}]},
+                {"Use": "not a list"},
+                {"Deref": [{"X": 1}]},
+                {"Promote": {"uuid": 7, "hash": 1}},
+                {"Promote": {"uuid": "p1"}},
+                {"Frobnicate": []},
+                [],
+            ]
+        )
+    )
     def malformed(self, args: Any) -> None:
         before = self.system.key()
         out = self._run_json("process", args)
@@ -324,7 +334,7 @@ def run(
     """Run one machine; on a violation, return the shrunk counterexample as a trace."""
     quirk_list = sorted(quirks)
     machine = machine_for(component, config, quirk_list, target)
-    machine._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
+    setattr(machine, "_hypothesis_internal_use_seed", seed)  # noqa: B010 - read by Hypothesis
     examples = [0]
     orig_init = machine.__init__
 
@@ -353,7 +363,10 @@ def run(
         log, inv, msg = machine.failures[-1]
         log = traces.minimize(component, dict(machine.config), quirk_list, log, inv)
         trace = traces.record(
-            component, dict(machine.config), quirk_list, log,
+            component,
+            dict(machine.config),
+            quirk_list,
+            log,
             origin={"engine": "hypothesis", "seed": seed, "max_examples": max_examples, "mode": mode},
             target=machine.target,
         )

@@ -9,7 +9,7 @@ Hypothesis machines call :meth:`System.apply` with decoded arguments to skip the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -86,17 +86,26 @@ def _check_config(component: str, config: dict[str, Any], allowed: dict[str, Any
 class KvManagerSystem(System):
     """The old mocker KV manager with its router-view / held-references monitor."""
 
-    OPS = ("process", "probe_new_blocks", "current_capacity", "num_active_blocks",
-           "num_inactive_blocks", "get_prefill_cost")
-    DEFAULTS: dict[str, Any] = {"max_capacity": 4, "block_size": 16, "channel": True, "evictor": "wallclock"}
+    OPS = (
+        "process",
+        "probe_new_blocks",
+        "current_capacity",
+        "num_active_blocks",
+        "num_inactive_blocks",
+        "get_prefill_cost",
+    )
+    DEFAULTS: ClassVar[dict[str, Any]] = {"max_capacity": 4, "block_size": 16, "channel": True, "evictor": "wallclock"}
 
     def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
         self.component = "kv_manager"
         self.config = _check_config(self.component, config or {}, self.DEFAULTS)
         self.quirks = faithful(self.component) if quirks is None else validate(self.component, quirks)
         self.model = KvManager(
-            self.config["max_capacity"], self.config["block_size"], channel=self.config["channel"],
-            quirks=self.quirks, evictor=self.config["evictor"],
+            self.config["max_capacity"],
+            self.config["block_size"],
+            channel=self.config["channel"],
+            quirks=self.quirks,
+            evictor=self.config["evictor"],
         )
         self.monitor = KvMonitor(self.model.channel)
 
@@ -164,8 +173,9 @@ class LruSystem(System):
 
     OPS = ("insert", "push_front", "remove", "evict", "len")
 
-    def __init__(self, component: str, config: dict[str, Any] | None = None,
-                 quirks: Iterable[str] | None = None) -> None:
+    def __init__(
+        self, component: str, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None
+    ) -> None:
         if component not in ("lru_evictor_wallclock", "lru_evictor_counter"):
             raise InvalidInput(f"not an LRU component: {component!r}")
         self.component = component
@@ -227,8 +237,7 @@ class LruSystem(System):
 COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter")
 
 
-def make_system(component: str, config: dict[str, Any] | None = None,
-                quirks: Iterable[str] | None = None) -> System:
+def make_system(component: str, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> System:
     """Build a system; ``quirks=None`` means faithful (all of the component's quirks on)."""
     if component == "kv_manager":
         return KvManagerSystem(config, quirks)

@@ -14,6 +14,7 @@ cannot interpret is a failure, never a silent pass.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -22,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.model.blocks import FullBlock, MoveBlock, PartialBlock, UniqueBlock, move_block_from_json
+from kvmodel.model.blocks import FullBlock, MoveBlock, UniqueBlock, move_block_from_json
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.hashing import TokenBlockSequence
 from kvmodel.model.kv_manager import KvManager
@@ -115,9 +116,14 @@ class Matcher:
             self.unify(str(exp["P"]), str(act["P"]), where)
             return
         if isinstance(exp, dict) and len(exp) == 1 and isinstance(act, dict) and len(act) == 1:
-            (ek, ev), = exp.items()
-            (ak, av), = act.items()
-            if ek in ("Use", "Destroy", "Deref", "Promote", "Store", "Remove") or ak in ("Use", "Destroy", "Deref", "Promote"):
+            ((ek, ev),) = exp.items()
+            ((ak, av),) = act.items()
+            if ek in ("Use", "Destroy", "Deref", "Promote", "Store", "Remove") or ak in (
+                "Use",
+                "Destroy",
+                "Deref",
+                "Promote",
+            ):
                 if ek != ak:
                     raise Mismatch(f"{where}: expected {ek}, got {ak}")
                 if isinstance(ev, dict) and isinstance(av, list):
@@ -156,7 +162,7 @@ class Matcher:
             return
         if self.lenient and isinstance(exp, str) and not isinstance(act, str) and _int_of(exp) is None:
             return
-        if exp != act or type(exp) is bool and type(act) is not bool:
+        if exp != act or (type(exp) is bool and type(act) is not bool):
             raise Mismatch(f"{where}: expected {_j(exp)}, got {_j(act)}")
 
     def _descriptor(self, desc: dict[str, Any], blocks: list[Any], where: str) -> None:
@@ -235,7 +241,12 @@ class Namespace:
                 cur = cur[tok]
             elif isinstance(cur, dict) and first is False and tok.endswith("_len") and tok[:-4] in cur:
                 cur = _length(cur[tok[:-4]])
-            elif isinstance(cur, dict) and first is False and (mm := re.fullmatch(r"(.+?)_mod_(\d+)", tok)) and mm.group(1) in cur:
+            elif (
+                isinstance(cur, dict)
+                and first is False
+                and (mm := re.fullmatch(r"(.+?)_mod_(\d+)", tok))
+                and mm.group(1) in cur
+            ):
                 cur = cur[mm.group(1)] % int(mm.group(2))
             else:
                 raise Uninterpretable(f"{path!r}: nothing named {tok!r} here")
@@ -325,7 +336,7 @@ def run_lru(v: dict[str, Any]) -> None:
         else:
             raise Uninterpretable(f"step {i}: unknown {v['component']} op {op!r}")
         ns = Namespace({"returns": result, "len": len(ev), "order": ev.order()})
-        _at(i, op, lambda: _check_step(step, ns, matcher, None))
+        _at(i, op, functools.partial(_check_step, step, ns, matcher, None))
 
 
 def _at(i: int, op: Any, fn: Callable[[], None]) -> None:
@@ -340,7 +351,8 @@ def _at(i: int, op: Any, fn: Callable[[], None]) -> None:
 def run_old_kv_manager(v: dict[str, Any]) -> None:
     cons = v.get("constructor") or {}
     m = KvManager(
-        cons.get("max_capacity", 0), cons.get("block_size", 16),
+        cons.get("max_capacity", 0),
+        cons.get("block_size", 16),
         channel=bool(cons.get("response_channel", True)),
     )
     matcher = Matcher()
@@ -376,8 +388,9 @@ def run_old_kv_manager(v: dict[str, Any]) -> None:
         ns = Namespace({"returns": result, "events": events, "events_full": events, **state})
         ns.values["after_last_step"] = state
 
-        def check(step: dict[str, Any] = step, ns: Namespace = ns, error: ModelError | None = error,
-                  order: list[Any] = order) -> None:
+        def check(
+            step: dict[str, Any] = step, ns: Namespace = ns, error: ModelError | None = error, order: list[Any] = order
+        ) -> None:
             exp = step.get("expect") or {}
             der = step.get("derived_not_asserted") or {}
             for src in (exp, der):
@@ -400,7 +413,9 @@ def run_old_kv_manager(v: dict[str, Any]) -> None:
                     if "active" in a:
                         want = {str(x): y for x, y in a.pop("active").items()}
                         if want != ns.values["active_exact"]:
-                            raise Mismatch(f"after_last_step.active: expected {_j(want)}, got {_j(ns.values['active_exact'])}")
+                            raise Mismatch(
+                                f"after_last_step.active: expected {_j(want)}, got {_j(ns.values['active_exact'])}"
+                            )
                     for k2, v2 in a.items():
                         ns.check(k2, v2, matcher, strict_text=False)
             _check_step(step2, ns, matcher, error)
@@ -438,8 +453,11 @@ def run_old_active_sequence(v: dict[str, Any]) -> None:
                 spec = {**cons, **args}
                 name = str(spec.get("name", "seq"))
                 s, sig = ActiveSequence.new_with_signal(
-                    _tokens(spec["tokens"]), int(spec["max_output_tokens"]), spec.get("block_size"),
-                    bool(spec.get("enable_prefix_caching", True)), name=name,
+                    _tokens(spec["tokens"]),
+                    int(spec["max_output_tokens"]),
+                    spec.get("block_size"),
+                    bool(spec.get("enable_prefix_caching", True)),
+                    name=name,
                 )
                 seqs[name] = s
                 last = name
@@ -479,7 +497,7 @@ def run_old_active_sequence(v: dict[str, Any]) -> None:
             values.update(_seq_view(seqs[last]))
         values.update(extra)
         ns = Namespace(values, seqs[last].block_size if last in seqs else None)
-        _at(i, op, lambda step=step, ns=ns, error=error: _check_step(step, ns, matcher, error))
+        _at(i, op, functools.partial(_check_step, step, ns, matcher, error))
 
 
 def run_token_block_sequence(v: dict[str, Any]) -> None:
@@ -493,7 +511,9 @@ def run_token_block_sequence(v: dict[str, Any]) -> None:
         error: ModelError | None = None
         values: dict[str, Any] = {}
         try:
-            seq = TokenBlockSequence(_tokens(args["tokens"]), int(args["block_size"]), args.get("salt_hash", args.get("salt")))
+            seq = TokenBlockSequence(
+                _tokens(args["tokens"]), int(args["block_size"]), args.get("salt_hash", args.get("salt"))
+            )
             values = {
                 "blocks": [attrs.asdict(b) | {"tokens": list(b.tokens)} for b in seq.blocks],
                 "current_block": {"tokens": seq.current_block, "len": len(seq.current_block)},
@@ -502,7 +522,7 @@ def run_token_block_sequence(v: dict[str, Any]) -> None:
         except ModelError as e:
             error = e
         ns = Namespace(values)
-        _at(i, op, lambda step=step, ns=ns, error=error: _check_step(step, ns, matcher, error))
+        _at(i, op, functools.partial(_check_step, step, ns, matcher, error))
 
 
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import attrs
-
 from kvmodel.model.errors import InvalidInput
 
 U64_MAX = (1 << 64) - 1
@@ -135,7 +134,7 @@ def move_block_from_json(obj: Any) -> MoveBlock:
     """Decode the vector notation: ``{"Use": [..]}``, ``{"Promote": {uuid, hash, parent_hash}}``."""
     if not isinstance(obj, dict) or len(obj) != 1:
         raise InvalidInput(f"not a MoveBlock: {obj!r}")
-    (kind, body), = obj.items()
+    ((kind, body),) = obj.items()
     if kind == "Use":
         return Use(blocks_from_json(body))
     if kind == "Destroy":
@@ -183,7 +182,7 @@ MoveBlockResponse: TypeAlias = Store | Remove
 
 def response_from_json(obj: Any) -> MoveBlockResponse:
     if isinstance(obj, dict) and len(obj) == 1:
-        (kind, body), = obj.items()
+        ((kind, body),) = obj.items()
         if isinstance(body, dict) and isinstance(body.get("blocks"), list):
             blocks = tuple(int(b) for b in body["blocks"])
             if kind == "Store":

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 import xxhash
-
 from kvmodel.model.errors import InvalidInput, UnwrapErr
 
 DEFAULT_SALT = 1337

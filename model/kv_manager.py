@@ -138,12 +138,12 @@ class KvManager:
         if isinstance(signal, Use):
             return self._use(tuple(check_block(b) for b in signal.blocks))
         if isinstance(signal, Destroy):
-            self._atomic_unless("destroy_mutates_before_panic", self._destroy,
-                                tuple(check_block(b) for b in signal.blocks))
+            self._atomic_unless(
+                "destroy_mutates_before_panic", self._destroy, tuple(check_block(b) for b in signal.blocks)
+            )
             return True
         if isinstance(signal, Deref):
-            self._atomic_unless("deref_ignores_unknown", self._deref,
-                                tuple(check_block(b) for b in signal.blocks))
+            self._atomic_unless("deref_ignores_unknown", self._deref, tuple(check_block(b) for b in signal.blocks))
             return True
         if isinstance(signal, Promote):
             self._promote(signal)
@@ -311,9 +311,7 @@ class KvManager:
         partial = PartialBlock(p.uuid)
         full = FullBlock(p.hash)
         if partial not in self.active:
-            raise PromoteMissing(
-                f"{partial.to_json()}. Block still exists: {str(partial in self.all_blocks).lower()}"
-            )
+            raise PromoteMissing(f"{partial.to_json()}. Block still exists: {str(partial in self.all_blocks).lower()}")
         if not self.q("promote_parent_unchecked") and p.parent_hash is not None:
             parent = FullBlock(p.parent_hash)
             if p.parent_hash == p.hash or parent not in self.all_blocks:

@@ -95,9 +95,7 @@ class WallClockLRU(Generic[T]):
         self.free_table[obj] = stamp
         self.queue.append((obj, stamp))
         if len(self.queue) > self.cleanup_threshold * len(self.free_table):
-            self.queue = deque(
-                (o, s) for (o, s) in self.queue if self.free_table.get(o, None) == s
-            )
+            self.queue = deque((o, s) for (o, s) in self.queue if self.free_table.get(o, None) == s)
 
     def remove(self, obj: T) -> bool:
         return self.free_table.pop(obj, None) is not None

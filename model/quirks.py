@@ -80,8 +80,7 @@ _ALL: list[Quirk] = [
         "promote_always_stores",
         "kv_manager",
         "§6 #4",
-        "Promote always sends Store([hash]), even when the hash was already resident "
-        "(and already Stored).",
+        "Promote always sends Store([hash]), even when the hash was already resident (and already Stored).",
         ("kv.store_only_new",),
     ),
     Quirk(
@@ -96,8 +95,7 @@ _ALL: list[Quirk] = [
         "destroy_ignores_refcount",
         "kv_manager",
         "§6 #5",
-        "Destroy removes a block whatever its refcount: other holders' references are "
-        "silently dropped.",
+        "Destroy removes a block whatever its refcount: other holders' references are silently dropped.",
         ("kv.refcount_conservation",),
     ),
     Quirk(
@@ -144,7 +142,5 @@ def validate(component: str, names: Iterable[str]) -> frozenset[str]:
     out = frozenset(names)
     for n in sorted(out):
         if n not in known:
-            raise ValueError(
-                f"unknown quirk {n!r} for component {component!r} (known: {sorted(known)})"
-            )
+            raise ValueError(f"unknown quirk {n!r} for component {component!r} (known: {sorted(known)})")
     return out

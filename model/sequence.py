@@ -80,8 +80,7 @@ class ActiveSequence:
 
     def _create_unique_blocks(self) -> list[UniqueBlock]:
         out: list[UniqueBlock] = [
-            FullBlock(b.sequence_hash if self.enable_prefix_caching else self._random_u64())
-            for b in self.tokens.blocks
+            FullBlock(b.sequence_hash if self.enable_prefix_caching else self._random_u64()) for b in self.tokens.blocks
         ]
         if self.tokens.total_tokens() % self.block_size != 0:
             out.append(self._fresh_partial())
@@ -136,10 +135,7 @@ class ActiveSequence:
 
     def free_signal(self) -> list[MoveBlock]:
         """One single-block signal per unique block, last first: Destroy partials, Deref full."""
-        return [
-            Destroy((b,)) if isinstance(b, PartialBlock) else Deref((b,))
-            for b in reversed(self.unique_blocks)
-        ]
+        return [Destroy((b,)) if isinstance(b, PartialBlock) else Deref((b,)) for b in reversed(self.unique_blocks)]
 
     def reset_with_signal(self) -> list[MoveBlock]:
         """Preemption: free signals of the current blocks, then back to the prompt."""

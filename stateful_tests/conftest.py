@@ -18,12 +18,22 @@ VECTORS = SHARED / "vectors" / "dynamo-test-vectors.json"
 REQUIRE_REAL = os.environ.get("KVMODEL_REQUIRE_REAL") == "1"
 
 settings.register_profile(
-    "ci", max_examples=150, stateful_step_count=30, deadline=None, derandomize=True,
-    database=None, suppress_health_check=list(HealthCheck), print_blob=True,
+    "ci",
+    max_examples=150,
+    stateful_step_count=30,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    print_blob=True,
 )
 settings.register_profile(
-    "deep", max_examples=3000, stateful_step_count=60, deadline=None,
-    suppress_health_check=list(HealthCheck), print_blob=True,
+    "deep",
+    max_examples=3000,
+    stateful_step_count=60,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    print_blob=True,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

@@ -16,8 +16,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_check_ideal_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    rc = cli.main(["check", "--component", "kv_manager", "--engine", "hypothesis", "--ideal",
-                   "--max-examples", "60", "--json", "--out", str(tmp_path)])
+    rc = cli.main(
+        [
+            "check",
+            "--component",
+            "kv_manager",
+            "--engine",
+            "hypothesis",
+            "--ideal",
+            "--max-examples",
+            "60",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["ok"] is True
     (row,) = out["results"]
@@ -26,8 +39,9 @@ def test_check_ideal_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Path)
 
 
 def test_check_faithful_exits_1_with_a_replayable_trace(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    rc = cli.main(["check", "--component", "kv_manager", "--engine", "hypothesis", "--faithful",
-                   "--out", str(tmp_path)])
+    rc = cli.main(
+        ["check", "--component", "kv_manager", "--engine", "hypothesis", "--faithful", "--out", str(tmp_path)]
+    )
     assert rc == 1
     assert "VIOLATION" in capsys.readouterr().out
     (path,) = list(tmp_path.iterdir())
@@ -62,9 +76,15 @@ def test_invariants_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["count"] == len(invariants.ALL) >= 15
     names = {i["name"] for i in out["invariants"]}
-    for must in ("kv.refcount_positive", "kv.active_inactive_disjoint", "kv.all_blocks_union",
-                 "kv.capacity_bound", "kv.store_parent_stored", "kv.remove_only_stored",
-                 "kv.router_view_matches_resident"):
+    for must in (
+        "kv.refcount_positive",
+        "kv.active_inactive_disjoint",
+        "kv.all_blocks_union",
+        "kv.capacity_bound",
+        "kv.store_parent_stored",
+        "kv.remove_only_stored",
+        "kv.router_view_matches_resident",
+    ):
         assert must in names
     assert cli.main(["invariants", "--component", "kv_manager"]) == 0
     assert "13 invariants" in capsys.readouterr().out

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
+from kvmodel.model.quirks import faithful, quirks_of
 
 from kvmodel import machines, traces
-from kvmodel.model.quirks import faithful, quirks_of
 
 IDEAL_CONFIGS: list[dict[str, Any]] = [
     {"max_capacity": 4},
@@ -34,8 +34,9 @@ def test_ideal_machine_holds(config: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("quirk", quirks_of("kv_manager"), ids=lambda q: q.name)
 def test_each_quirk_is_found_and_replays(quirk: Any) -> None:
-    res = machines.run("kv_manager", quirks=(quirk.name, *quirk.requires), target=quirk.breaks,
-                       max_examples=1500, steps=30, seed=0)
+    res = machines.run(
+        "kv_manager", quirks=(quirk.name, *quirk.requires), target=quirk.breaks, max_examples=1500, steps=30, seed=0
+    )
     assert res.error is None, res.error
     assert res.violation is not None, f"{quirk.name}: no counterexample to {quirk.breaks}"
     assert res.violation["invariant"] in quirk.breaks

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
+from kvmodel.model.lru import CounterLRU, WallClockLRU
 
 from kvmodel import machines, traces
-from kvmodel.model.lru import CounterLRU, WallClockLRU
 
 
 def test_wallclock_ideal_machine() -> None:
@@ -21,8 +21,13 @@ def test_counter_machine() -> None:
 
 
 def test_stale_entry_quirk_found_at_minimal_depth() -> None:
-    res = machines.run("lru_evictor_wallclock", config={"cleanup_threshold": 50},
-                       quirks=("equal_timestamp_stale_entry",), seed=0, max_examples=1000)
+    res = machines.run(
+        "lru_evictor_wallclock",
+        config={"cleanup_threshold": 50},
+        quirks=("equal_timestamp_stale_entry",),
+        seed=0,
+        max_examples=1000,
+    )
     assert res.violation is not None and res.trace is not None
     assert res.violation["invariant"] == "lru.evicts_least_recent"
     # insert a, insert b, insert a again (same clock), evict -> a (stale position): 4 steps
@@ -71,7 +76,7 @@ def test_queue_cleanup_keeps_order_and_bounds_queue() -> None:
     for i in range(50):
         a.insert(i % 3)
     assert len(a.queue) <= 2 * len(a) + 1
-    assert a.order() == [0, 1, 2][(50 % 3):] + [0, 1, 2][: (50 % 3)]
+    assert a.order() == [0, 1, 2][(50 % 3) :] + [0, 1, 2][: (50 % 3)]
 
 
 def test_push_front_is_next_to_go() -> None:

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
-
 from kvmodel.model.blocks import FullBlock, PartialBlock, Use
 from kvmodel.model.errors import BlockSizeTooSmall, GenerateLimit
 from kvmodel.model.hashing import TokenBlockSequence
 from kvmodel.model.sequence import ActiveSequence
+
 from kvmodel.systems import KvManagerSystem
 
 
@@ -133,8 +133,12 @@ def test_same_prompt_same_token_trips_promote_overwrite() -> None:
             assert not viol
 
 
-REACHABLE_FROM_REQUESTS = ["promote_always_stores", "promote_leaves_inactive_copy",
-                           "promote_overwrites_refcount", "use_non_atomic"]
+REACHABLE_FROM_REQUESTS = [
+    "promote_always_stores",
+    "promote_leaves_inactive_copy",
+    "promote_overwrites_refcount",
+    "use_non_atomic",
+]
 
 
 @pytest.mark.parametrize("quirk", REACHABLE_FROM_REQUESTS)

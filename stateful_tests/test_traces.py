@@ -72,12 +72,17 @@ def test_record_then_replay_is_identity(ops: list[tuple[str, Any]]) -> None:
         assert r.divergence is None
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("[", "not JSON"),
-    ('{"format": "kvmodel-trace/1"}', "not a kvmodel trace"),
-    ('{"format": "kvmodel-trace/9", "component": "kv_manager", "config": {}, "quirks": [], "steps": []}',
-     "not a kvmodel trace"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("[", "not JSON"),
+        ('{"format": "kvmodel-trace/1"}', "not a kvmodel trace"),
+        (
+            '{"format": "kvmodel-trace/9", "component": "kv_manager", "config": {}, "quirks": [], "steps": []}',
+            "not a kvmodel trace",
+        ),
+    ],
+)
 def test_bad_trace_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, needle: str) -> None:
     f = tmp_path / "t.json"
     f.write_text(content)
@@ -88,9 +93,11 @@ def test_bad_trace_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], con
 
 def test_trace_with_unknown_component_or_quirk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t = _trace()
-    for patch, needle in (({"component": "warp_drive"}, "unknown component"),
-                          ({"quirks": ["no_such_quirk"]}, "unknown quirk"),
-                          ({"config": {"max_capacity": -1}}, "max_capacity")):
+    for patch, needle in (
+        ({"component": "warp_drive"}, "unknown component"),
+        ({"quirks": ["no_such_quirk"]}, "unknown quirk"),
+        ({"config": {"max_capacity": -1}}, "max_capacity"),
+    ):
         f = tmp_path / "t.json"
         f.write_text(json.dumps({**t, **patch}))
         assert cli.main(["replay", str(f)]) == 2
@@ -110,8 +117,9 @@ def test_replay_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert cli.main(["replay", str(p), "--json"]) == 1
     res = json.loads(capsys.readouterr().out)
     assert res["divergence_step"] == 0 and "returns" in res["divergence"]
-    viol = traces.record("kv_manager", {"max_capacity": 4}, ["deref_ignores_unknown"],
-                         [("process", {"Deref": [{"F": 1}]})])
+    viol = traces.record(
+        "kv_manager", {"max_capacity": 4}, ["deref_ignores_unknown"], [("process", {"Deref": [{"F": 1}]})]
+    )
     p2 = tmp_path / "viol.json"
     traces.write(viol, p2)
     assert cli.main(["replay", str(p2), "--json"]) == 1

@@ -16,8 +16,7 @@ import pytest
 
 from kvmodel import cli, vectors
 
-MINE = ["lru_evictor_wallclock", "lru_evictor_counter", "old_kv_manager", "old_active_sequence",
-        "token_block_sequence"]
+MINE = ["lru_evictor_wallclock", "lru_evictor_counter", "old_kv_manager", "old_active_sequence", "token_block_sequence"]
 
 
 def test_modelled_components_pass(vectors_path: Path) -> None:
@@ -106,25 +105,40 @@ def test_derived_values_are_checked_too(vectors_path: Path) -> None:
 
 def test_unknown_components_skip_and_unknown_keys_fail(tmp_path: Path) -> None:
     f = tmp_path / "v.json"
-    f.write_text(json.dumps({"vectors": [
-        {"component": "martian_pool", "name": "a", "steps": []},
-        {"component": "lru_evictor_counter", "name": "b", "steps": [
-            {"op": "insert", "args": {"object": 1}},
-            {"op": "len", "expect": {"returns": 1, "flux_capacitance": 3}}]},
-    ]}))
+    f.write_text(
+        json.dumps(
+            {
+                "vectors": [
+                    {"component": "martian_pool", "name": "a", "steps": []},
+                    {
+                        "component": "lru_evictor_counter",
+                        "name": "b",
+                        "steps": [
+                            {"op": "insert", "args": {"object": 1}},
+                            {"op": "len", "expect": {"returns": 1, "flux_capacitance": 3}},
+                        ],
+                    },
+                ]
+            }
+        )
+    )
     res = {r.id: r for r in vectors.run_file(f)}
     assert res["martian_pool::a"].status == "SKIP"
     assert res["lru_evictor_counter::b"].status == "FAIL"
     assert "flux_capacitance" in res["lru_evictor_counter::b"].message
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("{not json", "not JSON"),
-    ('{"vectors": 3}', "no top-level 'vectors' list"),
-    ('{"vectors": [{"steps": []}]}', "vector #0"),
-])
-def test_malformed_files_exit_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                              content: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("{not json", "not JSON"),
+        ('{"vectors": 3}', "no top-level 'vectors' list"),
+        ('{"vectors": [{"steps": []}]}', "vector #0"),
+    ],
+)
+def test_malformed_files_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, needle: str
+) -> None:
     f = tmp_path / "bad.json"
     f.write_text(content)
     assert cli.main(["vectors", str(f)]) == 2

@@ -30,7 +30,7 @@ def available() -> str | None:
         return "dynamo._core lacks compute_block_hash_for_seq or _normalize_mocker_config"
     try:
         rt = _runtime()
-    except Exception as e:  # noqa: BLE001 - any loader failure means the capability is absent
+    except Exception as e:
         return f"cannot load the mocker runtime module: {e}"
     if not hasattr(rt, "run_replay_with_artifacts_json"):
         return "the mocker runtime has no run_replay_with_artifacts_json"
@@ -42,7 +42,7 @@ def version() -> str | None:
         from importlib.metadata import version as v
 
         return v("ai-dynamo-runtime")
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -87,8 +87,13 @@ def mocker_kv_events(
         "topology": {"kind": "aggregated", "workers": {"initial_workers": 1}},
         "engine": {"dp_size": 1, "rank": engine["engine"]},
         "requests": [
-            {"id": f"r{i}", "arrival_time_ms": gap_ms * i, "input_tokens": len(p),
-             "input_token_ids": list(p), "output_tokens": output_tokens}
+            {
+                "id": f"r{i}",
+                "arrival_time_ms": gap_ms * i,
+                "input_tokens": len(p),
+                "input_token_ids": list(p),
+                "output_tokens": output_tokens,
+            }
             for i, p in enumerate(prompts)
         ],
     }
