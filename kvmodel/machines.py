@@ -94,10 +94,31 @@ class KvManagerMachine(_Base):
         n = int(self.config["max_capacity"]) + 2
         self.universe = n
 
-    # -- strategies built per class (the universe depends on the configuration)
+    # -- strategies built once per class (the universe depends on the configuration);
+    # building them per draw made Hypothesis re-validate them every time.
+    _cache: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def _static(cls) -> dict[str, Any]:
+        cache = cls.__dict__.get("_cache")
+        if cache is None:
+            fulls = st.integers(0, int(cls.config["max_capacity"]) + 1).map(FullBlock)
+            partials: st.SearchStrategy[str] = cls.partials
+            cache = {
+                "fulls": fulls,
+                "any": st.one_of(fulls, partials.map(PartialBlock)),
+                "bool": st.booleans(),
+                "idx": st.integers(0, 63),
+                "len": st.integers(0, 15),
+                "tail": st.none() | partials,
+            }
+            cls._cache = cache
+        return cache
+
     @classmethod
     def fulls(cls) -> st.SearchStrategy[FullBlock]:
-        return st.integers(0, int(cls.config["max_capacity"]) + 1).map(FullBlock)
+        s: st.SearchStrategy[FullBlock] = cls._static()["fulls"]
+        return s
 
     @initialize(target=partials)
     def first_partial(self) -> str:
@@ -111,34 +132,55 @@ class KvManagerMachine(_Base):
     def new_partial(self) -> str:
         return self.new_name()
 
-    def _block(self) -> st.SearchStrategy[UniqueBlock]:
-        """Half the time a block the manager knows (active or inactive), else any block."""
+    # -- drawing from the current state. Strategies built from the state on every draw
+    # (sampled_from(known)) cost Hypothesis a validation each time; instead a static
+    # integer picks an index into the known blocks (small indices shrink to the first).
+
+    def _pick(self, data: st.DataObject, items: list[Any], label: str) -> Any:
+        return items[data.draw(self._static()["idx"], label=label) % len(items)]
+
+    def _coin(self, data: st.DataObject, label: str) -> bool:
+        b: bool = data.draw(self._static()["bool"], label=label)
+        return b
+
+    def _known(self, full_only: bool = False) -> list[UniqueBlock]:
         m = self.system.model
-        known = sorted(set(m.active) | set(m.inactive.keys()), key=lambda b: b.sort_key())
-        partials: st.SearchStrategy[str] = self.partials
-        anyb: st.SearchStrategy[UniqueBlock] = st.one_of(self.fulls(), partials.map(PartialBlock))
-        return st.one_of(st.sampled_from(known), anyb) if known else anyb
+        ks = set(m.active) | set(m.inactive.keys())
+        return sorted((b for b in ks if not full_only or isinstance(b, FullBlock)), key=lambda b: b.sort_key())
+
+    def _draw_block(self, data: st.DataObject) -> UniqueBlock:
+        """Half the time a block the manager knows (active or inactive), else any block."""
+        known = self._known()
+        if known and self._coin(data, "known"):
+            b: UniqueBlock = self._pick(data, known, "block")
+            return b
+        anyb: UniqueBlock = data.draw(self._static()["any"], label="block")
+        return anyb
+
+    def _draw_full(self, data: st.DataObject) -> FullBlock:
+        known = self._known(full_only=True)
+        if known and self._coin(data, "known"):
+            b: FullBlock = self._pick(data, known, "full")
+            return b
+        return data.draw(self.fulls(), label="full")
+
+    def _draw_len(self, data: st.DataObject, lo: int, hi: int) -> int:
+        n: int = data.draw(self._static()["len"], label="len")
+        return lo + n % (hi - lo + 1)
 
     def _blocks(self, data: st.DataObject, min_size: int, max_size: int) -> tuple[UniqueBlock, ...]:
         """Either only blocks currently held (active), or anything: chosen per list, so that
         well-formed releases are common while bad ones are still generated."""
-        m = self.system.model
-        held = sorted(m.active, key=lambda b: b.sort_key())
-        held_only: bool = data.draw(st.booleans(), label="held_only") if held else False
-        if held_only:
-            return tuple(
-                data.draw(
-                    st.lists(st.sampled_from(held), min_size=min_size, max_size=max_size, unique=True), label="blocks"
-                )
-            )
-        return tuple(data.draw(st.lists(self._block(), min_size=min_size, max_size=max_size), label="blocks"))
-
-    def _full(self) -> st.SearchStrategy[FullBlock]:
-        m = self.system.model
-        known = sorted(
-            (b for b in set(m.active) | set(m.inactive.keys()) if isinstance(b, FullBlock)), key=lambda b: b.hash
-        )
-        return st.sampled_from(known) | self.fulls() if known else self.fulls()
+        held = sorted(self.system.model.active, key=lambda b: b.sort_key())
+        n = self._draw_len(data, min_size, max_size)
+        if held and self._coin(data, "held_only"):
+            picked: list[UniqueBlock] = []
+            for _ in range(n):
+                b = self._pick(data, held, "held")
+                if b not in picked:
+                    picked.append(b)
+            return tuple(picked)
+        return tuple(self._draw_block(data) for _ in range(n))
 
     def _expect(self, sig: MoveBlock, out: Outcome, pre_active: dict[UniqueBlock, int]) -> None:
         err = out.error
@@ -160,16 +202,17 @@ class KvManagerMachine(_Base):
     @rule(data=st.data())
     def use(self, data: st.DataObject) -> None:
         """A well-formed Use: full blocks, then at most one partial at the end."""
-        fulls = data.draw(st.lists(self._full(), max_size=int(self.config["max_capacity"]) + 1), label="fulls")
-        tail = data.draw(st.none() | self.partials, label="tail")
+        n = self._draw_len(data, 0, int(self.config["max_capacity"]) + 1)
+        fulls = [self._draw_full(data) for _ in range(n)]
+        tail = data.draw(self._static()["tail"], label="tail")
         blocks = tuple(fulls) + ((PartialBlock(tail),) if tail is not None else ())
         self._process(Use(blocks))
 
     @rule(data=st.data())
     def use_any(self, data: st.DataObject) -> None:
         """Any mix, partials anywhere (bad input for the ideal model)."""
-        blocks = data.draw(st.lists(self._block(), max_size=4), label="blocks")
-        self._process(Use(tuple(blocks)))
+        n = self._draw_len(data, 0, 4)
+        self._process(Use(tuple(self._draw_block(data) for _ in range(n))))
 
     @rule(data=st.data())
     def deref(self, data: st.DataObject) -> None:
@@ -183,14 +226,17 @@ class KvManagerMachine(_Base):
     def promote(self, data: st.DataObject) -> None:
         m = self.system.model
         live = sorted(b.uuid for b in m.active if isinstance(b, PartialBlock))
-        uuid = data.draw(st.sampled_from(live) | self.partials if live else self.partials, label="uuid")
-        h = data.draw(self._full(), label="hash").hash
-        parent = data.draw(st.none() | self._full().map(lambda b: b.hash), label="parent")
+        if live and self._coin(data, "live"):
+            uuid: str = self._pick(data, live, "uuid")
+        else:
+            uuid = data.draw(self.partials, label="uuid")
+        h = self._draw_full(data).hash
+        parent = None if self._coin(data, "no_parent") else self._draw_full(data).hash
         self._process(Promote(uuid, h, parent))
 
     @rule(data=st.data())
     def probe(self, data: st.DataObject) -> None:
-        blocks = data.draw(st.lists(self.fulls(), max_size=3), label="blocks")
+        blocks = [data.draw(self.fulls(), label="full") for _ in range(self._draw_len(data, 0, 3))]
         out = self._run("probe_new_blocks", tuple(blocks))
         m = self.system.model
         assert out.result == sum(1 for b in blocks if b not in m.all_blocks)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import attrs
+
 from kvmodel.model.errors import InvalidInput
 
 U64_MAX = (1 << 64) - 1

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 import xxhash
+
 from kvmodel.model.errors import InvalidInput, UnwrapErr
 
 DEFAULT_SALT = 1337

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kvmodel.model.errors import InvalidInput
-from kvmodel.model.hashing import TokenBlockSequence, block_hash, local_block_hashes, sequence_hashes
 
 from kvmodel.conformance import dynamo_runtime as real
+from kvmodel.model.errors import InvalidInput
+from kvmodel.model.hashing import TokenBlockSequence, block_hash, local_block_hashes, sequence_hashes
 
 from .conftest import require
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
-from kvmodel.model.quirks import faithful, quirks_of
 
 from kvmodel import machines, traces
+from kvmodel.model.quirks import faithful, quirks_of
 
 IDEAL_CONFIGS: list[dict[str, Any]] = [
     {"max_capacity": 4},

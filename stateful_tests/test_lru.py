@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
-from kvmodel.model.lru import CounterLRU, WallClockLRU
 
 from kvmodel import machines, traces
+from kvmodel.model.lru import CounterLRU, WallClockLRU
 
 
 def test_wallclock_ideal_machine() -> None:

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+
 from kvmodel.model.blocks import FullBlock, PartialBlock, Use
 from kvmodel.model.errors import BlockSizeTooSmall, GenerateLimit
 from kvmodel.model.hashing import TokenBlockSequence
 from kvmodel.model.sequence import ActiveSequence
-
 from kvmodel.systems import KvManagerSystem
 
 

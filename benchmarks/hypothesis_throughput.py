@@ -1,0 +1,151 @@
+"""Hypothesis throughput of the KV manager machine, against a peer run in the same script.
+
+Peer: the toy block-pool machine of ``shared/reference/examples/anchors-bench/hyp_pool.py``
+(the machine behind the anchors' figure of 4.5k steps/s), loaded from the shared folder
+and run with identical settings (generate phase only, no database, same example budget).
+Also measured: the time for Hypothesis to find and shrink each quirk's counterexample,
+and that counterexample's length.
+
+Writes ``benchmarks/results/hypothesis.json``. Usage:
+    python benchmarks/hypothesis_throughput.py [--examples N] [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from kvmodel import __version__, machines
+from kvmodel.model.quirks import quirks_of
+
+ROOT = Path(__file__).resolve().parents[1]
+PEER = ROOT.parent / "shared" / "reference" / "examples" / "anchors-bench" / "hyp_pool.py"
+
+
+def _settings(n: int) -> settings:
+    return settings(
+        max_examples=n,
+        stateful_step_count=20,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+
+
+def ours(n: int) -> dict[str, Any]:
+    m = machines.machine_for("kv_manager", {"max_capacity": 4}, quirks=())
+    t = time.perf_counter()
+    run_state_machine_as_test(m, settings=_settings(n))
+    dt = time.perf_counter() - t
+    steps = m.steps_run[0]
+    return {"examples": n, "steps": steps, "seconds": dt, "steps_per_s": steps / dt, "examples_per_s": n / dt}
+
+
+def peer(n: int) -> dict[str, Any] | None:
+    if not PEER.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("hyp_pool", PEER)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.STEPS[0] = 0
+    t = time.perf_counter()
+    run_state_machine_as_test(mod.Pool, settings=_settings(n))
+    dt = time.perf_counter() - t
+    steps = mod.STEPS[0]
+    return {"examples": n, "steps": steps, "seconds": dt, "steps_per_s": steps / dt, "examples_per_s": n / dt}
+
+
+def time_to_find() -> list[dict[str, Any]]:
+    rows = []
+    for q in quirks_of("kv_manager") + quirks_of("lru_evictor_wallclock"):
+        comp = q.component
+        cfg = {"cleanup_threshold": 50} if comp.startswith("lru") else {"max_capacity": 4}
+        r = machines.run(comp, config=cfg, quirks=(q.name, *q.requires), target=q.breaks, max_examples=3000, seed=0)
+        rows.append(
+            {
+                "quirk": q.name,
+                "found": r.violation is not None,
+                "invariant": r.violation["invariant"] if r.violation else None,
+                "seconds": round(r.seconds, 3),
+                "examples_incl_shrink": r.examples,
+                "trace_steps": len(r.trace["steps"]) if r.trace else None,
+            }
+        )
+        print(f"  {q.name:<38} {rows[-1]['seconds']:>7.2f}s  {rows[-1]['trace_steps']} steps", flush=True)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--examples", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "hypothesis.json"))
+    a = ap.parse_args()
+    runs_ours, runs_peer = [], []
+    for i in range(a.repeats):
+        runs_ours.append(ours(a.examples))
+        p = peer(a.examples)
+        if p:
+            runs_peer.append(p)
+        print(
+            f"run {i}: kvmodel {runs_ours[-1]['steps_per_s']:,.0f} steps/s"
+            + (f", peer {p['steps_per_s']:,.0f} steps/s" if p else ", peer missing"),
+            flush=True,
+        )
+
+    def med(rows: list[dict[str, Any]], k: str) -> float:
+        return statistics.median(r[k] for r in rows)
+
+    print("time to find each quirk:")
+    ttf = time_to_find()
+    result: dict[str, Any] = {
+        "benchmark": "hypothesis_throughput",
+        "kvmodel_version": __version__,
+        "python": platform.python_version(),
+        "hypothesis": __import__("hypothesis").__version__,
+        "machine": platform.machine(),
+        "settings": {"examples": a.examples, "stateful_step_count": 20, "phases": ["generate"], "repeats": a.repeats},
+        "kvmodel_kv_manager": {
+            "config": {"max_capacity": 4, "block_ids": 6},
+            "invariants_checked_per_step": 13,
+            "median_steps_per_s": round(med(runs_ours, "steps_per_s")),
+            "median_examples_per_s": round(med(runs_ours, "examples_per_s"), 1),
+            "runs": runs_ours,
+        },
+        "peer_anchor_toy_pool": None
+        if not runs_peer
+        else {
+            "source": "shared/reference/examples/anchors-bench/hyp_pool.py (N=5, H=6)",
+            "median_steps_per_s": round(med(runs_peer, "steps_per_s")),
+            "median_examples_per_s": round(med(runs_peer, "examples_per_s"), 1),
+            "runs": runs_peer,
+        },
+        "time_to_find": ttf,
+        "median_time_to_find_s": statistics.median(r["seconds"] for r in ttf),
+    }
+    if runs_peer:
+        result["ratio_steps_per_s_kvmodel_over_peer"] = round(
+            result["kvmodel_kv_manager"]["median_steps_per_s"] / result["peer_anchor_toy_pool"]["median_steps_per_s"],
+            3,
+        )
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("time_to_find",)}, indent=1, default=str)[:1500])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
