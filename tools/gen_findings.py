@@ -28,7 +28,8 @@ CONSEQUENCE = {
     "harness) continues with leaked references.",
     "promote_overwrites_refcount": "Two requests that complete the same block (same prompt, same next token) share "
     "one hash; the second Promote sets the count to 1. When the first request frees, the block goes inactive and "
-    "can be evicted while the second request still uses it (see `test_same_prompt_same_token_trips_promote_overwrite`).",
+    "can be evicted while the second request still uses it "
+    "(see `test_same_prompt_same_token_trips_promote_overwrite`).",
     "promote_leaves_inactive_copy": "The block is both active and cached: current_capacity double counts it, and "
     "evicting the inactive copy removes it from all_blocks while it is active, after which Destroy of it panics on "
     "the all_blocks assert and a Remove is sent for a block in use.",
