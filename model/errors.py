@@ -76,6 +76,13 @@ class PromoteNotResident(ModelError):
     id = "assertion failed: self.all_blocks.remove(&uuid_block)"
 
 
+class NegativeRefcount(ModelError):
+    """Deref of an active block whose count is already 0. Unreachable in the real code (a
+    present key always has a count of at least 1); kept so the catalogue of panics is whole."""
+
+    id = "Negative reference count would be encountered after Deref."
+
+
 class PartialNotLast(ModelError):
     """Ideal model only: a Use may hold a PartialBlock only as its last entry."""
 

@@ -38,6 +38,7 @@ from kvmodel.model.errors import (
     DestroyNotResident,
     InvalidInput,
     ModelError,
+    NegativeRefcount,
     ParentBlockPartial,
     PartialNotLast,
     PromoteMissing,
@@ -286,6 +287,8 @@ class KvManager:
                 if self.q("deref_ignores_unknown"):
                     continue
                 raise DerefNotHeld(f"{b.to_json()} is not active")
+            if rc == 0:
+                raise NegativeRefcount(f"{b.to_json()}")
             if rc > 1:
                 self.active[b] = rc - 1
                 continue
@@ -336,6 +339,10 @@ class KvManager:
     def probe_new_blocks(self, blocks: Iterable[UniqueBlock]) -> int:
         """Number of listed blocks not in ``all_blocks`` (not prefix-based)."""
         return sum(1 for b in blocks if check_block(b) not in self.all_blocks)
+
+    def prefill_cost(self, sequence: Any) -> tuple[int, int]:
+        """``get_prefill_cost(&ActiveSequence)`` for a :class:`~kvmodel.model.sequence.ActiveSequence`."""
+        return self.get_prefill_cost(sequence.unique_blocks, sequence.num_input_tokens)
 
     def get_prefill_cost(self, unique_blocks: Iterable[UniqueBlock], num_input_tokens: int) -> tuple[int, int]:
         """``get_prefill_cost(sequence)`` → ``(new_blocks, new_tokens)``.

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, multiple, rule, run_state_machine_as_test
 
 from kvmodel.model.blocks import FullBlock, PartialBlock, Use
 from kvmodel.model.errors import BlockSizeTooSmall, GenerateLimit
@@ -60,14 +60,15 @@ def test_caching_off_uses_random_but_deterministic_hashes() -> None:
 class SequencesOnManager(RuleBasedStateMachine):
     """Requests as ActiveSequences sending their signals to the (ideal) manager, as the
     scheduler does: creation Use, decode signals, free at the end, preemption by reset.
-    Tokens come from a two-letter alphabet with block size 2 so prefixes are shared."""
+    Tokens come from a two-letter alphabet with block size 2 so prefixes are shared.
+    Live requests are a Bundle; finishing one consumes it."""
 
     quirks: Any = frozenset()
+    requests = Bundle("requests")
 
     def __init__(self) -> None:
         super().__init__()
         self.sys = KvManagerSystem({"max_capacity": 6, "block_size": 2}, self.quirks)
-        self.seqs: list[ActiveSequence] = []
         self.n = 0
 
     def send(self, sig: Any) -> Any:
@@ -76,18 +77,16 @@ class SequencesOnManager(RuleBasedStateMachine):
         assert not out.violations, out.violations
         return out.result
 
-    @rule(prompt=st.lists(st.integers(0, 1), min_size=1, max_size=6))
-    def admit(self, prompt: list[int]) -> None:
+    @rule(target=requests, prompt=st.lists(st.integers(0, 1), min_size=1, max_size=6))
+    def admit(self, prompt: list[int]) -> Any:
         self.n += 1
         s, sig = ActiveSequence.new_with_signal(prompt, 6, 2, True, name=f"r{self.n}")
         assert sig is not None
-        if self.send(sig):
-            self.seqs.append(s)
+        # a failed creation Use leaves nothing behind in the ideal model: the request is not admitted
+        return s if self.send(sig) else multiple()
 
-    @precondition(lambda self: self.seqs)
-    @rule(data=st.data(), token=st.integers(0, 1))
-    def decode(self, data: st.DataObject, token: int) -> None:
-        s = data.draw(st.sampled_from(self.seqs))
+    @rule(s=requests, token=st.integers(0, 1))
+    def decode(self, s: ActiveSequence, token: int) -> None:
         if s.generated_tokens >= s.max_output_tokens:
             return
         for sig in s.push(token) or []:
@@ -96,14 +95,11 @@ class SequencesOnManager(RuleBasedStateMachine):
                 assert isinstance(sig, Use) and len(sig.blocks) == 1 and isinstance(sig.blocks[0], PartialBlock)
                 s.pop()
 
-    @precondition(lambda self: self.seqs)
-    @rule(data=st.data(), preempt=st.booleans())
-    def finish(self, data: st.DataObject, preempt: bool) -> None:
-        s = data.draw(st.sampled_from(self.seqs))
+    @rule(s=consumes(requests), preempt=st.booleans())
+    def finish(self, s: ActiveSequence, preempt: bool) -> None:
         sigs = s.reset_with_signal() if preempt else s.free_signal()
         for sig in sigs:
             self.send(sig)
-        self.seqs.remove(s)
 
 
 def test_sequences_keep_the_ideal_manager_invariants() -> None:
