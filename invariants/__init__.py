@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from kvmodel.invariants.core import Invariant, StepContext, Violation
+from kvmodel.invariants.core import Invariant, StepContext, Violation, Witness
 from kvmodel.invariants.kv_manager import INVARIANTS as _KV
+from kvmodel.invariants.kv_manager import WITNESSES as _KV_W
 from kvmodel.invariants.lru import INVARIANTS_COUNTER as _LRU_C
 from kvmodel.invariants.lru import INVARIANTS_WALLCLOCK as _LRU_W
 
 ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV
 REGISTRY: dict[tuple[str, str], Invariant] = {(i.component, i.name): i for i in ALL}
+WITNESSES: tuple[Witness, ...] = _KV_W
+
+
+def witnesses_for(component: str) -> tuple[Witness, ...]:
+    return tuple(w for w in WITNESSES if w.component == component)
 
 
 def for_component(component: str) -> tuple[Invariant, ...]:
@@ -32,4 +38,16 @@ def check_all(component: str, ctx: StepContext) -> list[Violation]:
     return out
 
 
-__all__ = ["ALL", "REGISTRY", "Invariant", "StepContext", "Violation", "check_all", "components", "for_component"]
+__all__ = [
+    "ALL",
+    "REGISTRY",
+    "WITNESSES",
+    "Invariant",
+    "StepContext",
+    "Violation",
+    "Witness",
+    "check_all",
+    "components",
+    "for_component",
+    "witnesses_for",
+]

@@ -44,6 +44,7 @@ class Invariant:
     statement: str
     check: Callable[[StepContext], str | None] = attrs.field(eq=False, repr=False)
     lemma: bool = False
+    witnesses: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,7 +53,19 @@ class Invariant:
             "kind": self.kind,
             "statement": self.statement,
             "lemma": self.lemma,
+            "witnesses": list(self.witnesses),
         }
+
+
+@attrs.frozen
+class Witness:
+    """A reachability witness: something interesting that must be reachable, so that an
+    invariant cannot hold merely because nothing it speaks of ever happens."""
+
+    name: str
+    component: str
+    statement: str
+    check: Callable[[StepContext], bool] = attrs.field(eq=False, repr=False)
 
 
 @attrs.frozen

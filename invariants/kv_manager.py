@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kvmodel.invariants.core import Invariant, StepContext
+from kvmodel.invariants.core import Invariant, StepContext, Witness
 from kvmodel.model.blocks import (
     Deref,
     Destroy,
@@ -223,20 +223,39 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         "Every active block has a reference count of at least 1.",
         _refcount_positive,
+        witnesses=("kv.w.shared", "kv.w.deref_to_zero"),
     ),
     Invariant(
-        "kv.active_inactive_disjoint", C, "state", "No block is both active and in the inactive pool.", _disjoint
+        "kv.active_inactive_disjoint",
+        C,
+        "state",
+        "No block is both active and in the inactive pool.",
+        _disjoint,
+        witnesses=("kv.w.inactive_reuse", "kv.w.cached"),
     ),
     Invariant(
-        "kv.all_blocks_union", C, "state", "all_blocks is exactly the active blocks plus the inactive blocks.", _union
+        "kv.all_blocks_union",
+        C,
+        "state",
+        "all_blocks is exactly the active blocks plus the inactive blocks.",
+        _union,
+        witnesses=("kv.w.eviction", "kv.w.destroy_removes"),
     ),
-    Invariant("kv.capacity_bound", C, "state", "Active plus inactive blocks never exceed max_capacity.", _capacity),
+    Invariant(
+        "kv.capacity_bound",
+        C,
+        "state",
+        "Active plus inactive blocks never exceed max_capacity.",
+        _capacity,
+        witnesses=("kv.w.full_cache", "kv.w.eviction"),
+    ),
     Invariant(
         "kv.inactive_full_only",
         C,
         "state",
         "The inactive pool caches only full blocks (a partial with no reference is garbage).",
         _inactive_full_only,
+        witnesses=("kv.w.cached",),
     ),
     Invariant(
         "kv.store_parent_stored",
@@ -244,6 +263,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "stream",
         "A Store's parent was Stored earlier and not Removed since (parent before child).",
         _fault("kv.store_parent_stored"),
+        witnesses=("kv.w.store_with_parent",),
     ),
     Invariant(
         "kv.store_only_new",
@@ -251,6 +271,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "stream",
         "A Store names only hashes that are not in the router's view already.",
         _fault("kv.store_only_new"),
+        witnesses=("kv.w.promote_known",),
     ),
     Invariant(
         "kv.remove_only_stored",
@@ -258,6 +279,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "stream",
         "A Remove names only hashes that were Stored and not Removed since.",
         _fault("kv.remove_only_stored"),
+        witnesses=("kv.w.eviction", "kv.w.destroy_removes"),
     ),
     Invariant(
         "kv.router_view_matches_resident",
@@ -265,6 +287,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "stream",
         "After every step the router's view (Stored minus Removed) equals the full blocks resident in the manager.",
         _view_matches,
+        witnesses=("kv.w.store_with_parent", "kv.w.eviction"),
     ),
     Invariant(
         "kv.refcount_conservation",
@@ -273,6 +296,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Each block's refcount equals the references callers hold on it (Uses that "
         "succeeded minus Derefs and Destroys, moved by Promote); a block nobody holds is not active.",
         _conservation,
+        witnesses=("kv.w.shared", "kv.w.promote_known"),
     ),
     Invariant(
         "kv.store_lineage",
@@ -281,6 +305,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Each Store of a Use is a contiguous run of the Use's new full blocks whose parent is "
         "the block just before the run (None at the start).",
         _lineage,
+        witnesses=("kv.w.store_with_parent",),
     ),
     Invariant(
         "kv.failed_op_no_trace",
@@ -288,6 +313,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "step",
         "A Use that returns false, or an operation that raises, leaves the state unchanged and emits nothing.",
         _no_trace,
+        witnesses=("kv.w.use_fails", "kv.w.rejected"),
     ),
     Invariant(
         "kv.deref_never_below_zero",
@@ -295,5 +321,95 @@ INVARIANTS: tuple[Invariant, ...] = (
         "step",
         "A Deref that would take a block's reference count below zero is rejected, not silently ignored.",
         _never_below_zero,
+        witnesses=("kv.w.deref_rejected",),
+    ),
+)
+
+
+# --- reachability witnesses -------------------------------------------------------------
+
+
+def _pre(ctx: StepContext, k: str) -> Any:
+    return ctx.pre.get(k, ())
+
+
+WITNESSES: tuple[Witness, ...] = (
+    Witness(
+        "kv.w.eviction",
+        C,
+        "A Use evicts an inactive block (it leaves residency).",
+        lambda c: (
+            isinstance(c.args, Use)
+            and c.error is None
+            and any(b not in c.model.all_blocks and b in _pre(c, "inactive") for b in _pre(c, "all"))
+        ),
+    ),
+    Witness(
+        "kv.w.use_fails",
+        C,
+        "A Use runs out of space and returns false.",
+        lambda c: isinstance(c.args, Use) and c.result is False,
+    ),
+    Witness(
+        "kv.w.shared",
+        C,
+        "A block is held twice (refcount at least 2).",
+        lambda c: any(rc >= 2 for rc in c.model.active.values()),
+    ),
+    Witness(
+        "kv.w.inactive_reuse",
+        C,
+        "A Use reactivates a block from the inactive pool.",
+        lambda c: (
+            isinstance(c.args, Use)
+            and c.error is None
+            and any(b in _pre(c, "inactive") and b in c.model.active for b in c.args.blocks)
+        ),
+    ),
+    Witness("kv.w.cached", C, "The inactive pool holds a block.", lambda c: len(c.model.inactive) > 0),
+    Witness(
+        "kv.w.store_with_parent",
+        C,
+        "A Store names a parent.",
+        lambda c: any(isinstance(e, Store) and e.parent_hash is not None for e in c.events),
+    ),
+    Witness(
+        "kv.w.promote_known",
+        C,
+        "A Promote lands on a hash that is already resident.",
+        lambda c: isinstance(c.args, Promote) and c.error is None and FullBlock(c.args.hash) in _pre(c, "all"),
+    ),
+    Witness(
+        "kv.w.destroy_removes",
+        C,
+        "A Destroy takes a full block out of residency.",
+        lambda c: (
+            isinstance(c.args, Destroy)
+            and c.error is None
+            and any(isinstance(b, FullBlock) and b not in c.model.all_blocks for b in c.args.blocks)
+        ),
+    ),
+    Witness("kv.w.rejected", C, "An operation is rejected with an error.", lambda c: c.error is not None),
+    Witness(
+        "kv.w.deref_to_zero",
+        C,
+        "A Deref takes a block's count to zero.",
+        lambda c: (
+            isinstance(c.args, Deref)
+            and c.error is None
+            and any(b in _pre(c, "active_keys") and b not in c.model.active for b in c.args.blocks)
+        ),
+    ),
+    Witness(
+        "kv.w.deref_rejected",
+        C,
+        "A Deref of a block with no reference is rejected.",
+        lambda c: isinstance(c.args, Deref) and c.error is not None,
+    ),
+    Witness(
+        "kv.w.full_cache",
+        C,
+        "The cache is full (active + inactive = max_capacity > 0).",
+        lambda c: c.model.max_capacity > 0 and c.model.current_capacity() == c.model.max_capacity,
     ),
 )

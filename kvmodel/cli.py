@@ -9,13 +9,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kvmodel import __version__
 
-ENGINES = ("hypothesis",)
+ENGINES = ("hypothesis", "explore")
+# The bounded configuration `kvmodel check` explores exhaustively (seconds on 2 cores).
+CHECK_EXPLORE = {
+    "config": {"max_capacity": 2},
+    "space": {"n_full": 3, "partials": 1, "max_batch": 2, "max_refcount": 2},
+}
 CHECK_COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter")
 PROFILES = {"ci": {"max_examples": 200, "steps": 30}, "deep": {"max_examples": 3000, "steps": 60}}
 
@@ -66,7 +71,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         return str(p)
 
     for engine in engines:
-        if engine != "hypothesis":  # the Z3 and explorer engines plug in here
+        if engine == "explore":
+            for row in _check_explore(comps, mode, out_dir):
+                failed |= row["verdict"] not in ("pass", "reproduced")
+                results.append(row)
+                _log(args, _line(row))
             continue
         for comp in comps:
             if mode in ("ideal", "both"):
@@ -123,6 +132,64 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]]:
+    """Exhaustive BFS of the KV manager on a small bounded configuration (LRU: not explored yet)."""
+    from kvmodel import explorer, traces
+    from kvmodel.model.quirks import faithful, quirks_of
+
+    if "kv_manager" not in comps:
+        return []
+    space = explorer.KvSpace(**CHECK_EXPLORE["space"])
+    cfg = dict(CHECK_EXPLORE["config"])
+    rows: list[dict[str, Any]] = []
+
+    def row(check: str, r: explorer.ExploreResult, verdict: str, viol: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "engine": "explore",
+            "component": "kv_manager",
+            "check": check,
+            "verdict": verdict,
+            "steps": r.transitions,
+            "seconds": round(r.seconds, 3),
+            "states": r.states,
+            "violation": viol,
+            "trace": viol.get("trace_path") if viol else None,
+            "error": None,
+        }
+
+    def first(r: explorer.ExploreResult, label: str, among: Iterable[str] | None = None) -> dict[str, Any] | None:
+        names = [n for n in r.violations if among is None or n in among]
+        if not names:
+            return None
+        inv = min(names, key=lambda n: (r.violations[n]["depth"], n))
+        t = explorer.violation_trace(r, inv)
+        p = out_dir / f"kv_manager-explore-{label}-{inv.replace('.', '_')}.json"
+        traces.write(t, p)
+        v = t["violation"] or {}
+        return {
+            "invariant": inv,
+            "step": v.get("step", r.violations[inv]["depth"] - 1),
+            "message": v.get("message", r.violations[inv]["message"]),
+            "trace_path": str(p),
+        }
+
+    if mode in ("ideal", "both"):
+        r = explorer.explore(cfg, (), space)
+        ok = not r.violations and not r.missing_witnesses and r.complete
+        rows.append(row("ideal (exhaustive)", r, "pass" if ok else "FAIL", first(r, "ideal")))
+    if mode == "faithful":
+        r = explorer.explore(cfg, faithful("kv_manager"), space)
+        v = first(r, "faithful")
+        rows.append(row("faithful (exhaustive)", r, "VIOLATION" if v else "pass", v))
+    if mode == "both":
+        for q in quirks_of("kv_manager"):
+            r = explorer.explore(cfg, (q.name, *q.requires), space)
+            missing = [b for b in q.breaks if b not in r.violations]
+            v = first(r, f"quirk-{q.name}", q.breaks)
+            rows.append(row(f"quirk {q.name} (exhaustive)", r, "reproduced" if not missing else "NOT REPRODUCED", v))
+    return rows
+
+
 def _budget(prof: dict[str, int]) -> dict[str, Any]:
     return {"max_examples": prof["max_examples"], "steps": prof["steps"]}
 
@@ -160,23 +227,95 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"DIVERGENCE at {res.divergence}")
         else:
             print("every recorded observation reproduced")
+        rv = res.recorded_violation
         if res.violation:
             v = res.violation
-            note = (
-                " (as recorded)"
-                if res.reproduces_recorded
-                else (
-                    " (the trace recorded none)"
-                    if not res.recorded_violation
-                    else f" (recorded: {res.recorded_violation['invariant']} at step {res.recorded_violation['step']})"
-                )
-            )
-            print(f"VIOLATION of {v['invariant']} at step {v['step']}: {v['message']}{note}")
-        elif res.recorded_violation and not res.divergence:
-            rv = res.recorded_violation
+            print(f"VIOLATION of {v['invariant']} at step {v['step']}: {v['message']}")
+        if rv and res.reproduces_recorded:
+            print(f"the recorded violation of {rv['invariant']} at step {rv['step']} is reproduced")
+        elif rv and not res.divergence:
             print(f"the recorded violation of {rv['invariant']} at step {rv['step']} did NOT reproduce")
             return 1
     return 1 if (res.divergence or res.violation) else 0
+
+
+# ----------------------------------------------------------------------------- explore
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from kvmodel import explorer, traces
+    from kvmodel.model.quirks import faithful
+
+    if args.component != "kv_manager":
+        raise UsageError(f"only kv_manager can be explored so far, not {args.component!r}")
+    space = explorer.KvSpace(args.blocks, args.partials, args.max_batch, args.max_refcount)
+    cfg = {"max_capacity": args.capacity, "evictor": args.evictor, "channel": not args.no_channel}
+    quirks = faithful("kv_manager") if args.faithful else frozenset(args.quirk or ())
+
+    def progress(states: int, transitions: int, depth: int) -> None:
+        if sys.stderr.isatty():
+            print(f"\r{states} states, {transitions} transitions, depth {depth}", end="", file=sys.stderr, flush=True)
+
+    r = explorer.explore(
+        cfg,
+        quirks,
+        space,
+        symmetry=not args.no_symmetry,
+        max_states=args.max_states,
+        graph=bool(args.dot),
+        progress=progress,
+    )
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    out = r.to_json()
+    out["mode"] = "faithful" if args.faithful else ("ideal" if not quirks else "custom")
+    paths = {}
+    if r.violations and args.out:
+        for inv in sorted(r.violations):
+            p = Path(args.out) / f"kv_manager-explore-{inv.replace('.', '_')}.json"
+            traces.write(explorer.violation_trace(r, inv), p)
+            paths[inv] = str(p)
+    out["traces"] = paths
+    if args.dot:
+        import networkx as nx
+
+        g = r.graph
+        lines = ["digraph kvmodel {", '  rankdir=LR; node [shape=circle, label=""];']
+        for n, data in sorted(g.nodes(data=True)):
+            lines.append(f'  {n} [tooltip="depth {data["depth"]}"];')
+        for a, b, data in sorted(g.edges(data=True)):
+            lines.append(f'  {a} -> {b} [label="{data["op"]}"];')
+        lines.append("}")
+        Path(args.dot).write_text("\n".join(lines) + "\n")
+        out["dot"] = args.dot
+        out["graph_nodes"], out["graph_edges"] = nx.number_of_nodes(g), nx.number_of_edges(g)
+    if args.json:
+        _emit_json(out)
+    else:
+        print(
+            f"kv_manager {out['mode']}, capacity {args.capacity}, space {space.to_json()}, "
+            f"symmetry {'on' if not args.no_symmetry else 'off'}"
+        )
+        print(
+            f"{r.states} states ({r.concrete_states} without symmetry), {r.transitions} transitions, depth {r.depth}, "
+            f"{r.seconds:.2f}s ({r.states_per_second:,.0f} states/s, {r.bytes_per_state:.0f} bytes/state)"
+            + ("" if r.complete else f"; INCOMPLETE: stopped at {args.max_states} states")
+        )
+        for op, c in r.coverage.items():
+            print(f"  {op:<8} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+        print(
+            f"witnesses reached: {len(r.witnesses)}"
+            + (f"; MISSING: {', '.join(r.missing_witnesses)}" if r.missing_witnesses else "")
+        )
+        print(f"deadlocks: {r.deadlocks}")
+        for inv, v in sorted(r.violations.items(), key=lambda x: (x[1]["depth"], x[0])):
+            print(
+                f"VIOLATION {inv} at depth {v['depth']}: {v['message']}" + (f" -> {paths[inv]}" if inv in paths else "")
+            )
+        if not r.violations:
+            print("no invariant violated")
+    bad = bool(r.violations) or not r.complete or (not quirks and bool(r.missing_witnesses))
+    return 1 if bad else 0
 
 
 # ----------------------------------------------------------------------------- vectors
@@ -286,6 +425,26 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_replay)
 
+    e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
+    e.add_argument("--component", default="kv_manager")
+    e.add_argument("--capacity", type=int, default=2, help="max_capacity (default 2)")
+    e.add_argument("--blocks", type=int, default=3, help="full-block ids (default 3)")
+    e.add_argument("--partials", type=int, default=1, help="partial-block names (default 1)")
+    e.add_argument("--max-batch", type=int, default=2, help="longest Use/Deref/Destroy list (default 2)")
+    e.add_argument("--max-refcount", type=int, default=2, help="refcount bound (default 2)")
+    e.add_argument("--evictor", choices=["wallclock", "counter"], default="wallclock")
+    e.add_argument("--no-channel", action="store_true", help="no Store/Remove response channel")
+    eg = e.add_mutually_exclusive_group()
+    eg.add_argument("--faithful", action="store_true", help="all quirks on")
+    eg.add_argument("--ideal", action="store_true", help="no quirks (the default)")
+    eg.add_argument("--quirk", action="append", help="switch one quirk on (repeatable)")
+    e.add_argument("--no-symmetry", action="store_true")
+    e.add_argument("--max-states", type=int, default=2_000_000)
+    e.add_argument("--dot", help="write the state graph in Graphviz DOT")
+    e.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
+    e.add_argument("--json", action="store_true")
+    e.set_defaults(func=cmd_explore)
+
     v = sub.add_parser("vectors", help="run test vectors (dynamo-kv-test-vectors/1 format)")
     v.add_argument("file")
     v.add_argument("--component", action="append", help="only vectors of this component (repeatable)")
@@ -307,6 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from kvmodel.model.errors import InvalidInput
     from kvmodel.traces import TraceError
     from kvmodel.vectors import VectorFileError
 
@@ -322,6 +482,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kvmodel: {e}", file=sys.stderr)
         return 2
     except UsageError as e:
+        print(f"kvmodel {args.cmd}: {e}", file=sys.stderr)
+        return 2
+    except InvalidInput as e:
         print(f"kvmodel {args.cmd}: {e}", file=sys.stderr)
         return 2
     except ValueError as e:  # e.g. an unknown quirk name in a trace

@@ -35,7 +35,16 @@ def invariants_markdown(components: Iterable[str] | None = None) -> str:
         ]
         for inv in invs:
             qs = sorted(q.name for q in QUIRKS.values() if q.component == comp and inv.name in q.breaks)
-            lines.append(f"| `{inv.name}` | {inv.kind} | {inv.statement} | {', '.join(f'`{q}`' for q in qs) or '—'} |")
+            wit = ", ".join(f"`{w}`" for w in inv.witnesses) or "—"
+            lines.append(
+                f"| `{inv.name}` | {inv.kind} | {inv.statement} | {wit} | {', '.join(f'`{q}`' for q in qs) or '—'} |"
+            )
         lines.append("")
+        ws = invariants.witnesses_for(comp)
+        if ws:
+            lines += ["Witnesses:", ""] + [f"- `{w.name}` — {w.statement}" for w in ws] + [""]
     lines.append(f"{total} invariants.")
+    lines.append("")
+    lines.append("A quirk's breakage set is exactly what exhaustive exploration finds with that quirk alone")
+    lines.append("(beyond what the quirks it requires break); `stateful_tests/test_explorer.py` pins it.")
     return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ class Outcome:
     error: ModelError | None = None
     events: list[Any] = attrs.field(factory=list)
     violations: list[Violation] = attrs.field(factory=list)
+    ctx: StepContext | None = None
 
     def observation(self, state: dict[str, Any] | None) -> dict[str, Any]:
         obs: dict[str, Any] = {}
@@ -127,7 +128,12 @@ class KvManagerSystem(System):
     def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
         m = self.model
         pre_key = m.key()
-        pre = {"active": dict(m.active)}
+        pre = {
+            "active": dict(m.active),
+            "active_keys": frozenset(m.active),
+            "inactive": m.inactive.keys(),
+            "all": frozenset(m.all_blocks),
+        }
         out = Outcome(op, args_json if args_json is not None else _args_json(op, decoded))
         try:
             if op == "process":
@@ -146,6 +152,7 @@ class KvManagerSystem(System):
         self.monitor.observe(signal, out.result, out.error, out.events)
         ctx = StepContext(m, self.monitor, op, signal, out.result, out.error, out.events, pre_key, pre)
         out.violations = check_all(self.component, ctx)
+        out.ctx = ctx
         return out
 
     def snapshot(self) -> dict[str, Any]:
@@ -153,6 +160,14 @@ class KvManagerSystem(System):
 
     def key(self) -> Any:
         return (self.model.key(), self.monitor.key())
+
+    def clone(self) -> KvManagerSystem:
+        """An independent copy (model and monitor), for the explorer's frontier."""
+        c = KvManagerSystem.__new__(KvManagerSystem)
+        c.component, c.config, c.quirks = self.component, self.config, self.quirks
+        c.model = self.model.clone()
+        c.monitor = self.monitor.copy()
+        return c
 
 
 def _args_json(op: str, decoded: Any) -> Any:

@@ -161,6 +161,7 @@ class ReplayResult:
     violation: dict[str, Any] | None = None
     recorded_violation: dict[str, Any] | None = None
     violated_at_step: list[str] = attrs.field(factory=list)
+    all_violations: list[tuple[int, str]] = attrs.field(factory=list)
 
     @property
     def reproduces_recorded(self) -> bool:
@@ -169,8 +170,7 @@ class ReplayResult:
             self.divergence is None
             and rv is not None
             and v is not None
-            and rv.get("invariant") in self.violated_at_step
-            and rv.get("step") == v.get("step")
+            and (rv.get("step"), rv.get("invariant")) in self.all_violations
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -181,6 +181,7 @@ class ReplayResult:
             "violation": self.violation,
             "recorded_violation": self.recorded_violation,
             "violated_at_step": self.violated_at_step,
+            "all_violations": [list(x) for x in self.all_violations],
             "reproduces_recorded_violation": self.reproduces_recorded,
         }
 
@@ -215,6 +216,7 @@ def replay(trace: dict[str, Any], *, source: str = "trace") -> ReplayResult:
                     res.divergence = f"step {i} {step['op']} {json.dumps(step.get('args'), sort_keys=True)}: {d}"
                     res.divergence_step = i
                     return res
+        res.all_violations += [(i, v.invariant) for v in out.violations]
         if out.violations and res.violation is None:
             v = out.violations[0]
             res.violation = {"invariant": v.invariant, "step": i, "message": v.message}

@@ -114,6 +114,16 @@ class KvManager:
     def q(self, name: str) -> bool:
         return name in self.quirks
 
+    def clone(self) -> KvManager:
+        c = KvManager.__new__(KvManager)
+        c.max_capacity, c.block_size, c.channel = self.max_capacity, self.block_size, self.channel
+        c.evictor_kind, c.quirks = self.evictor_kind, self.quirks
+        c.active = dict(self.active)
+        c.inactive = self.inactive.copy()
+        c.all_blocks = set(self.all_blocks)
+        c.outbox = list(self.outbox)
+        return c
+
     # ------------------------------------------------------------------ transactions
 
     def _save(self) -> _Saved:

@@ -41,7 +41,13 @@ _ALL: list[Quirk] = [
         "A Use that runs out of space returns false with the earlier blocks of the batch "
         "applied (refcounts bumped, new blocks inserted), their Store never sent, and the "
         "Removes of evictions done in the same call already sent.",
-        ("kv.failed_op_no_trace", "kv.refcount_conservation", "kv.router_view_matches_resident"),
+        (
+            "kv.failed_op_no_trace",
+            "kv.refcount_conservation",
+            "kv.router_view_matches_resident",
+            "kv.remove_only_stored",
+            "kv.store_parent_stored",
+        ),
     ),
     Quirk(
         "store_parent_last_hit",
@@ -49,7 +55,7 @@ _ALL: list[Quirk] = [
         "§6 #2",
         "The parent of a Use's Store is the last hit block of the batch, not the "
         "predecessor of the first new block; non-contiguous new blocks share one Store.",
-        ("kv.store_lineage",),
+        ("kv.store_lineage", "kv.store_parent_stored"),
     ),
     Quirk(
         "partial_parent_panic_after_mutation",
@@ -57,7 +63,12 @@ _ALL: list[Quirk] = [
         "§6 #3",
         "A Use whose last hit is a PartialBlock panics 'parent block cannot be partial' "
         "after every state change of the batch was made (and its Store is lost).",
-        ("kv.failed_op_no_trace",),
+        (
+            "kv.failed_op_no_trace",
+            "kv.refcount_conservation",
+            "kv.router_view_matches_resident",
+            "kv.remove_only_stored",
+        ),
         ("store_parent_last_hit",),
     ),
     Quirk(
@@ -74,7 +85,7 @@ _ALL: list[Quirk] = [
         "§6 #4",
         "Promote onto a hash that sits in the inactive pool leaves it there too: the "
         "block is both active and inactive.",
-        ("kv.active_inactive_disjoint",),
+        ("kv.active_inactive_disjoint", "kv.all_blocks_union", "kv.store_parent_stored", "kv.remove_only_stored"),
     ),
     Quirk(
         "promote_always_stores",
@@ -104,7 +115,7 @@ _ALL: list[Quirk] = [
         "§6 #5",
         "Destroy walks its list in reverse and panics on the first non-active block, "
         "after removing the ones before it; their Remove is never sent.",
-        ("kv.failed_op_no_trace",),
+        ("kv.failed_op_no_trace", "kv.refcount_conservation", "kv.router_view_matches_resident", "kv.store_only_new"),
     ),
     Quirk(
         "deref_ignores_unknown",

@@ -74,7 +74,13 @@ def _fmt_args(op: str, args: Any) -> str:
     return f"{op}({json.dumps(args)})"
 
 
+def _bfs_minima() -> dict[str, dict[str, int]]:
+    data = json.loads((ROOT / "specs" / "manifest.json").read_text())
+    return {e["name"]: e["expect"]["violations"] for e in data["entries"]}
+
+
 def main() -> None:
+    bfs = _bfs_minima()
     lines = [
         "# Findings: Dynamo's KV manager defects as minimal counterexamples",
         "",
@@ -113,6 +119,14 @@ def main() -> None:
             f"- Invariant broken: `{r.violation['invariant']}` — {r.violation['message']}",
             f"- Minimal counterexample: {len(t['steps'])} step(s); quirks on: {', '.join(t['quirks'])}",
             f"- Reachable from ordinary requests: {'yes' if q.name in REACHABLE else 'not found (needs API misuse)'}",
+            f"- All invariants it breaks, with the BFS-minimal depth (explorer, capacity 2, 3 ids, batches of at most"
+            f" 2; `specs/manifest.json`): "
+            + (
+                ", ".join(
+                    f"`{k}` {v}" for k, v in sorted(bfs.get(f"quirk-{q.name}-c2", {}).items(), key=lambda x: x[1])
+                )
+                or "LRU component, not explored yet"
+            ),
             f"- Consequence: {CONSEQUENCE[q.name]}",
             "- Ideal variant: with this quirk off the same machine runs clean (`kvmodel check --ideal`).",
             "",

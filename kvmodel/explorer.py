@@ -1,0 +1,321 @@
+"""Explicit-state exploration of the executable model: exhaustive BFS with symmetry reduction.
+
+The explorer runs the same systems every other engine runs (``kvmodel.systems``): each
+transition is ``System.apply`` on a clone of a frontier state, so every invariant is
+checked on every transition and counterexamples are the BFS-shortest paths.
+
+**Bounded configurations.** ``KvSpace`` fixes the universe: ``n_full`` full-block ids,
+``partials`` partial-block names, and the actions: Use, Deref and Destroy of every sequence
+of 1..``max_batch`` blocks over the universe, and Promote of any partial to any id with any
+parent (or none). A guard keeps every refcount and held-reference count at most
+``max_refcount``, so the space is finite.
+
+**Symmetry.** Block ids are interchangeable (the actions range over all of them alike), and
+every attribute the state gives an id is unary: its refcount, its position in the LRU
+order, whether it is resident, in the router's view, and how many references callers hold.
+There is no relation between two ids. So the multiset of per-id signatures is a complete
+invariant of a state's orbit under renaming: sorting the signatures gives a canonical form
+without searching permutations. Full ids and partial names are permuted separately. The
+orbit size of a canonical state is the multinomial count of its distinct signatures, and
+the test-suite checks that the orbit sizes sum to the unreduced count.
+
+Only compact canonical keys, parent pointers and the frontier's live states are kept; the
+networkx ``DiGraph`` is built when asked for (``graph=True``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+from kvmodel import invariants, traces
+from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
+from kvmodel.model.errors import InvalidInput
+from kvmodel.systems import KvManagerSystem
+
+
+@attrs.frozen
+class KvSpace:
+    """The bounded universe and action set explored for the KV manager."""
+
+    n_full: int = 3
+    partials: int = 1
+    max_batch: int = 2
+    max_refcount: int = 2
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("n_full", "partials", "max_batch", "max_refcount"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        if self.max_batch < 1 or self.max_refcount < 1:
+            raise InvalidInput("max_batch and max_refcount must be at least 1")
+
+    def blocks(self) -> list[UniqueBlock]:
+        return [FullBlock(h) for h in range(self.n_full)] + [PartialBlock(f"p{i}") for i in range(self.partials)]
+
+    def actions(self) -> list[MoveBlock]:
+        alphabet = self.blocks()
+        out: list[MoveBlock] = []
+        for n in range(1, self.max_batch + 1):
+            out += [Use(seq) for seq in itertools.product(alphabet, repeat=n)]
+        for n in range(1, self.max_batch + 1):
+            out += [Deref(seq) for seq in itertools.product(alphabet, repeat=n)]
+            out += [Destroy(seq) for seq in itertools.product(alphabet, repeat=n)]
+        for i in range(self.partials):
+            for h in range(self.n_full):
+                for parent in [None, *range(self.n_full)]:
+                    out.append(Promote(f"p{i}", h, parent))
+        return out
+
+    def enabled(self, s: KvManagerSystem, sig: MoveBlock) -> bool:
+        """The refcount bound: no count (in the model or held by callers) above max_refcount."""
+        active, held, r = s.model.active, s.monitor.held, self.max_refcount
+        if isinstance(sig, Use):
+            for b, m in Counter(sig.blocks).items():
+                if max(active.get(b, 0), held.get(b, 0)) + m > r:
+                    return False
+        elif isinstance(sig, Promote):
+            p, f = PartialBlock(sig.uuid), FullBlock(sig.hash)
+            if active.get(p, 0) + active.get(f, 0) > r or held.get(p, 0) + held.get(f, 0) > r:
+                return False
+        return True
+
+    def to_json(self) -> dict[str, int]:
+        return attrs.asdict(self)
+
+
+Sig = tuple[int, int, bool, bool, int]
+
+
+def signatures(s: KvManagerSystem, space: KvSpace) -> tuple[list[Sig], list[Sig]]:
+    """Per-id signatures: (refcount, LRU position or -1, resident, in router view, held)."""
+    m, mon = s.model, s.monitor
+    pos = {b: i for i, b in enumerate(m.inactive.order())}
+    fulls: list[Sig] = []
+    for h in range(space.n_full):
+        fb = FullBlock(h)
+        fulls.append((m.active.get(fb, 0), pos.get(fb, -1), fb in m.all_blocks, h in mon.view, mon.held.get(fb, 0)))
+    parts: list[Sig] = []
+    for i in range(space.partials):
+        pb = PartialBlock(f"p{i}")
+        parts.append((m.active.get(pb, 0), pos.get(pb, -1), pb in m.all_blocks, False, mon.held.get(pb, 0)))
+    return fulls, parts
+
+
+SIG_BYTES = 5
+
+
+def _pack(sigs: Iterable[Sig]) -> bytes:
+    return bytes(x for r, p, a, v, h in sigs for x in (r, p + 1, a, v, h))
+
+
+def canonical(s: KvManagerSystem, space: KvSpace, symmetry: bool) -> bytes:
+    """The state as a compact byte string: 5 bytes per id, sorted per group with symmetry."""
+    fulls, parts = signatures(s, space)
+    if symmetry:
+        fulls.sort()
+        parts.sort()
+    return _pack(fulls) + _pack(parts)
+
+
+def orbit_size(key: bytes, space: KvSpace) -> int:
+    """How many concrete states a canonical key stands for (multinomial of equal signatures)."""
+    cut = space.n_full * SIG_BYTES
+    total = 1
+    for group in (key[:cut], key[cut:]):
+        chunks = [group[i : i + SIG_BYTES] for i in range(0, len(group), SIG_BYTES)]
+        n = math.factorial(len(chunks))
+        for c in Counter(chunks).values():
+            n //= math.factorial(c)
+        total *= n
+    return total
+
+
+@attrs.define
+class ExploreResult:
+    component: str
+    config: dict[str, Any]
+    quirks: list[str]
+    space: dict[str, int]
+    symmetry: bool
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    complete: bool = True
+    violations: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    witnesses: dict[str, int] = attrs.field(factory=dict)
+    missing_witnesses: list[str] = attrs.field(factory=list)
+    coverage: dict[str, dict[str, int]] = attrs.field(factory=dict)
+    deadlocks: int = 0
+    bytes_per_state: float = 0.0
+    concrete_states: int | None = None
+    graph: Any = None
+
+    @property
+    def states_per_second(self) -> float:
+        return self.states / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "config": self.config,
+            "quirks": self.quirks,
+            "mode": "ideal" if not self.quirks else "custom",
+            "space": self.space,
+            "symmetry": self.symmetry,
+            "states": self.states,
+            "concrete_states": self.concrete_states,
+            "transitions": self.transitions,
+            "depth": self.depth,
+            "complete": self.complete,
+            "seconds": round(self.seconds, 3),
+            "states_per_second": round(self.states_per_second, 1),
+            "bytes_per_state": round(self.bytes_per_state, 1),
+            "violations": {k: {x: y for x, y in v.items() if x != "trace"} for k, v in self.violations.items()},
+            "witnesses": self.witnesses,
+            "missing_witnesses": self.missing_witnesses,
+            "coverage": self.coverage,
+            "deadlocks": self.deadlocks,
+        }
+
+
+def _deep_size(obj: Any, seen: set[int] | None = None) -> int:
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    size = sys.getsizeof(obj)
+    if isinstance(obj, dict):
+        size += sum(_deep_size(k, seen) + _deep_size(v, seen) for k, v in obj.items())
+    elif isinstance(obj, tuple | list | set | frozenset):
+        size += sum(_deep_size(x, seen) for x in obj)
+    return size
+
+
+def explore(
+    config: dict[str, Any] | None = None,
+    quirks: Iterable[str] = (),
+    space: KvSpace | None = None,
+    *,
+    symmetry: bool = True,
+    max_states: int = 2_000_000,
+    graph: bool = False,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> ExploreResult:
+    """Breadth-first search of the KV manager's reachable states."""
+    space = space or KvSpace()
+    init = KvManagerSystem(config or {}, list(quirks))
+    actions = space.actions()
+    ws = invariants.witnesses_for("kv_manager")
+    res = ExploreResult("kv_manager", init.config, sorted(init.quirks), space.to_json(), symmetry)
+    k0 = canonical(init, space, symmetry)
+    # canonical key -> (parent key, index of the action, depth); the root's parent is None
+    parent: dict[bytes, tuple[bytes | None, int, int]] = {k0: (None, -1, 0)}
+    queue: deque[tuple[bytes, KvManagerSystem]] = deque([(k0, init)])
+    cov: dict[str, Counter[str]] = {}
+    edges: list[tuple[bytes, bytes, str]] = []
+    t0 = time.perf_counter()
+
+    def path_to(k: bytes) -> list[MoveBlock]:
+        out: list[MoveBlock] = []
+        while True:
+            pk, ai, _ = parent[k]
+            if pk is None:
+                break
+            out.append(actions[ai])
+            k = pk
+        out.reverse()
+        return out
+
+    while queue:
+        k, s = queue.popleft()
+        d = parent[k][2]
+        ok_any = False
+        for ai, sig in enumerate(actions):
+            kind = type(sig).__name__
+            c = cov.setdefault(kind, Counter())
+            if not space.enabled(s, sig):
+                c["disabled"] += 1
+                continue
+            nxt = s.clone()
+            out = nxt.apply("process", sig)
+            res.transitions += 1
+            if out.error is not None:
+                c["rejected"] += 1
+            else:
+                c["ok"] += 1
+                ok_any = True
+            for v in out.violations:
+                if v.invariant not in res.violations:
+                    steps = [*path_to(k), sig]
+                    res.violations[v.invariant] = {
+                        "depth": d + 1,
+                        "message": v.message,
+                        "steps": len(steps),
+                        "trace": steps,
+                    }
+            if out.ctx is not None:
+                for w in ws:
+                    if w.name not in res.witnesses and w.check(out.ctx):
+                        res.witnesses[w.name] = d + 1
+            k2 = canonical(nxt, space, symmetry)
+            if graph:
+                edges.append((k, k2, kind))
+            if k2 not in parent:
+                if len(parent) >= max_states:
+                    res.complete = False
+                    continue
+                parent[k2] = (k, ai, d + 1)
+                res.depth = max(res.depth, d + 1)
+                queue.append((k2, nxt))
+        if not ok_any:
+            res.deadlocks += 1
+        if progress is not None and len(parent) % 5000 == 0:
+            progress(len(parent), res.transitions, d)
+    res.seconds = time.perf_counter() - t0
+    res.states = len(parent)
+    res.coverage = {k: dict(v) for k, v in sorted(cov.items())}
+    res.missing_witnesses = sorted(w.name for w in ws if w.name not in res.witnesses)
+    sample = list(itertools.islice(parent.items(), 200))
+    if sample:
+        per = sum(_deep_size(kv) for kv in sample) / len(sample)
+        res.bytes_per_state = per + sys.getsizeof(parent) / max(1, len(parent)) + 8 * 3
+    if symmetry:
+        res.concrete_states = sum(orbit_size(k, space) for k in parent)
+    else:
+        res.concrete_states = res.states
+    if graph:
+        import networkx as nx
+
+        g = nx.DiGraph()
+        ids = {k: i for i, k in enumerate(parent)}
+        for k, i in ids.items():
+            g.add_node(i, depth=parent[k][2], key=k.hex())
+        for a, b, kind in edges:
+            if a in ids and b in ids:
+                g.add_edge(ids[a], ids[b], op=kind)
+        res.graph = g
+    return res
+
+
+def violation_trace(res: ExploreResult, invariant: str) -> dict[str, Any]:
+    """The shortest counterexample to ``invariant`` as a trace in the trace format."""
+    steps = res.violations[invariant]["trace"]
+    ops = [("process", sig.to_json()) for sig in steps]
+    return traces.record(
+        res.component,
+        res.config,
+        res.quirks,
+        ops,
+        origin={"engine": "explore", "space": res.space, "symmetry": res.symmetry},
+        target=[invariant],
+    )
