@@ -119,8 +119,8 @@ def main() -> None:
             f"- Invariant broken: `{r.violation['invariant']}` — {r.violation['message']}",
             f"- Minimal counterexample: {len(t['steps'])} step(s); quirks on: {', '.join(t['quirks'])}",
             f"- Reachable from ordinary requests: {'yes' if q.name in REACHABLE else 'not found (needs API misuse)'}",
-            f"- All invariants it breaks, with the BFS-minimal depth (explorer, capacity 2, 3 ids, batches of at most"
-            f" 2; `specs/manifest.json`): "
+            "- All invariants it breaks, with the BFS-minimal depth (explorer, capacity 2, 3 ids, batches of at most"
+            " 2; `specs/manifest.json`): "
             + (
                 ", ".join(
                     f"`{k}` {v}" for k, v in sorted(bfs.get(f"quirk-{q.name}-c2", {}).items(), key=lambda x: x[1])
