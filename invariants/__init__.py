@@ -7,10 +7,12 @@ from kvmodel.invariants.kv_manager import INVARIANTS as _KV
 from kvmodel.invariants.kv_manager import WITNESSES as _KV_W
 from kvmodel.invariants.lru import INVARIANTS_COUNTER as _LRU_C
 from kvmodel.invariants.lru import INVARIANTS_WALLCLOCK as _LRU_W
+from kvmodel.invariants.lru import WITNESSES_COUNTER as _LRU_C_W
+from kvmodel.invariants.lru import WITNESSES_WALLCLOCK as _LRU_W_W
 
 ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV
 REGISTRY: dict[tuple[str, str], Invariant] = {(i.component, i.name): i for i in ALL}
-WITNESSES: tuple[Witness, ...] = _KV_W
+WITNESSES: tuple[Witness, ...] = _LRU_W_W + _LRU_C_W + _KV_W
 
 
 def witnesses_for(component: str) -> tuple[Witness, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvmodel.invariants.core import Invariant, StepContext
+from kvmodel.invariants.core import Invariant, StepContext, Witness
 
 
 class LruMonitor:
@@ -69,10 +69,43 @@ def _make(component: str) -> tuple[Invariant, ...]:
             "step",
             "evict() returns the live object inserted least recently (None when empty), and remove() reports presence.",
             _evicts_least_recent,
+            witnesses=("lru.w.evict_nonempty", "lru.w.reinsert"),
         ),
-        Invariant("lru.len_matches", component, "state", "len() equals the number of live objects.", _len_matches),
+        Invariant(
+            "lru.len_matches",
+            component,
+            "state",
+            "len() equals the number of live objects.",
+            _len_matches,
+            witnesses=("lru.w.remove_live",),
+        ),
+    )
+
+
+def _witnesses(component: str) -> tuple[Witness, ...]:
+    return (
+        Witness(
+            "lru.w.evict_nonempty",
+            component,
+            "evict() returns an object.",
+            lambda c: c.op == "evict" and c.result is not None,
+        ),
+        Witness(
+            "lru.w.reinsert",
+            component,
+            "An object that is live is inserted again (recency refreshed).",
+            lambda c: c.op == "insert" and c.args.get("object") in c.pre.get("live", ()),
+        ),
+        Witness(
+            "lru.w.remove_live",
+            component,
+            "remove() takes out a live object.",
+            lambda c: c.op == "remove" and c.result is True,
+        ),
     )
 
 
 INVARIANTS_WALLCLOCK = _make("lru_evictor_wallclock")
 INVARIANTS_COUNTER = _make("lru_evictor_counter")
+WITNESSES_WALLCLOCK = _witnesses("lru_evictor_wallclock")
+WITNESSES_COUNTER = _witnesses("lru_evictor_counter")

@@ -137,11 +137,14 @@ def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str,
     from kvmodel import explorer, traces
     from kvmodel.model.quirks import faithful, quirks_of
 
+    rows: list[dict[str, Any]] = []
+    for comp in comps:
+        if comp.startswith("lru_"):
+            rows += _check_explore_lru(comp, mode, out_dir)
     if "kv_manager" not in comps:
-        return []
+        return rows
     space = explorer.KvSpace(**CHECK_EXPLORE["space"])
     cfg = dict(CHECK_EXPLORE["config"])
-    rows: list[dict[str, Any]] = []
 
     def row(check: str, r: explorer.ExploreResult, verdict: str, viol: dict[str, Any] | None) -> dict[str, Any]:
         return {
@@ -187,6 +190,55 @@ def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str,
             missing = [b for b in q.breaks if b not in r.violations]
             v = first(r, f"quirk-{q.name}", q.breaks)
             rows.append(row(f"quirk {q.name} (exhaustive)", r, "reproduced" if not missing else "NOT REPRODUCED", v))
+    return rows
+
+
+def _check_explore_lru(comp: str, mode: str, out_dir: Path) -> list[dict[str, Any]]:
+    from kvmodel import explorer, traces
+    from kvmodel.model.quirks import faithful, quirks_of
+
+    rows: list[dict[str, Any]] = []
+    space = explorer.LruSpace(comp, objects=2, max_queue=4)
+    cfg = {"cleanup_threshold": 1}
+
+    def row(check: str, r: explorer.ExploreResult, ok: bool, verdict_bad: str, expect_violation: bool) -> None:
+        viol = None
+        if r.violations:
+            inv = min(r.violations, key=lambda n: (r.violations[n]["depth"], n))
+            p = out_dir / f"{comp}-explore-{check.split()[0]}-{inv.replace('.', '_')}.json"
+            traces.write(explorer.violation_trace(r, inv), p)
+            viol = {
+                "invariant": inv,
+                "step": r.violations[inv]["depth"] - 1,
+                "message": r.violations[inv]["message"],
+                "trace_path": str(p),
+            }
+        good = "reproduced" if expect_violation else "pass"
+        rows.append(
+            {
+                "engine": "explore",
+                "component": comp,
+                "check": check,
+                "verdict": good if ok else verdict_bad,
+                "steps": r.transitions,
+                "seconds": round(r.seconds, 3),
+                "states": r.states,
+                "violation": viol,
+                "trace": viol["trace_path"] if viol else None,
+                "error": None,
+            }
+        )
+
+    if mode in ("ideal", "both"):
+        r = explorer.explore(cfg, (), space)
+        row("ideal (exhaustive)", r, not r.violations and not r.missing_witnesses and r.complete, "FAIL", False)
+    if mode == "faithful" and faithful(comp):
+        r = explorer.explore(cfg, faithful(comp), space)
+        row("faithful (exhaustive)", r, not r.violations, "VIOLATION", False)
+    if mode == "both":
+        for q in quirks_of(comp):
+            r = explorer.explore(cfg, (q.name, *q.requires), space)
+            row(f"quirk {q.name} (exhaustive)", r, all(b in r.violations for b in q.breaks), "NOT REPRODUCED", True)
     return rows
 
 
@@ -246,11 +298,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from kvmodel import explorer, traces
     from kvmodel.model.quirks import faithful
 
-    if args.component != "kv_manager":
-        raise UsageError(f"only kv_manager can be explored so far, not {args.component!r}")
-    space = explorer.KvSpace(args.blocks, args.partials, args.max_batch, args.max_refcount)
-    cfg = {"max_capacity": args.capacity, "evictor": args.evictor, "channel": not args.no_channel}
-    quirks = faithful("kv_manager") if args.faithful else frozenset(args.quirk or ())
+    space: explorer.Space
+    if args.component == "kv_manager":
+        space = explorer.KvSpace(args.blocks, args.partials, args.max_batch, args.max_refcount)
+        cfg: dict[str, Any] = {"max_capacity": args.capacity, "evictor": args.evictor, "channel": not args.no_channel}
+    elif args.component in ("lru_evictor_wallclock", "lru_evictor_counter"):
+        space = explorer.LruSpace(args.component, args.objects, args.max_queue)
+        cfg = {"cleanup_threshold": args.cleanup_threshold}
+    else:
+        raise UsageError(f"cannot explore {args.component!r} (known: {', '.join(CHECK_COMPONENTS)})")
+    quirks = faithful(args.component) if args.faithful else frozenset(args.quirk or ())
 
     def progress(states: int, transitions: int, depth: int) -> None:
         if sys.stderr.isatty():
@@ -272,7 +329,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     paths = {}
     if r.violations and args.out:
         for inv in sorted(r.violations):
-            p = Path(args.out) / f"kv_manager-explore-{inv.replace('.', '_')}.json"
+            p = Path(args.out) / f"{args.component}-explore-{inv.replace('.', '_')}.json"
             traces.write(explorer.violation_trace(r, inv), p)
             paths[inv] = str(p)
     out["traces"] = paths
@@ -293,7 +350,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         _emit_json(out)
     else:
         print(
-            f"kv_manager {out['mode']}, capacity {args.capacity}, space {space.to_json()}, "
+            f"{args.component} {out['mode']}, config {cfg}, space {space.to_json()}, "
             f"symmetry {'on' if not args.no_symmetry else 'off'}"
         )
         print(
@@ -433,6 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-batch", type=int, default=2, help="longest Use/Deref/Destroy list (default 2)")
     e.add_argument("--max-refcount", type=int, default=2, help="refcount bound (default 2)")
     e.add_argument("--evictor", choices=["wallclock", "counter"], default="wallclock")
+    e.add_argument("--objects", type=int, default=3, help="LRU: interchangeable objects (default 3)")
+    e.add_argument("--max-queue", type=int, default=6, help="LRU wall-clock: lazy-queue bound (default 6)")
+    e.add_argument("--cleanup-threshold", type=int, default=1, help="LRU wall-clock: cleanup threshold (default 1)")
     e.add_argument("--no-channel", action="store_true", help="no Store/Remove response channel")
     eg = e.add_mutually_exclusive_group()
     eg.add_argument("--faithful", action="store_true", help="all quirks on")

@@ -31,14 +31,15 @@ import sys
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from kvmodel import invariants, traces
 from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
 from kvmodel.model.errors import InvalidInput
-from kvmodel.systems import KvManagerSystem
+from kvmodel.model.lru import WallClockLRU
+from kvmodel.systems import KvManagerSystem, LruSystem, System
 
 
 @attrs.frozen
@@ -90,6 +91,160 @@ class KvSpace:
 
     def to_json(self) -> dict[str, int]:
         return attrs.asdict(self)
+
+    # -- the generic interface the explorer drives (see ``Space``)
+    component = "kv_manager"
+
+    def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
+        return KvManagerSystem(config, list(quirks))
+
+    def moves(self) -> list[Any]:
+        return list(self.actions())
+
+    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
+        """(op, decoded arguments, JSON arguments) of a move in state ``s``."""
+        return "process", move, move.to_json()
+
+    def allows(self, s: System, move: Any) -> bool:
+        assert isinstance(s, KvManagerSystem)
+        return self.enabled(s, move)
+
+    def key(self, s: System, symmetry: bool) -> bytes:
+        assert isinstance(s, KvManagerSystem)
+        return canonical(s, self, symmetry)
+
+    def orbit(self, key: Any) -> int:
+        return orbit_size(key, self)
+
+    def move_kind(self, move: Any) -> str:
+        return type(move).__name__
+
+
+class Space(Protocol):
+    """What the explorer needs of a component's bounded configuration."""
+
+    @property
+    def component(self) -> str: ...
+
+    def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System: ...
+    def moves(self) -> list[Any]: ...
+    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]: ...
+    def allows(self, s: System, move: Any) -> bool: ...
+    def key(self, s: System, symmetry: bool) -> Any: ...
+    def orbit(self, key: Any) -> int: ...
+    def move_kind(self, move: Any) -> str: ...
+    def to_json(self) -> dict[str, int]: ...
+
+
+@attrs.frozen
+class LruSpace:
+    """Bounded LRU evictor: ``objects`` interchangeable objects; insert at the current clock
+    reading or one tick later (the wall-clock evictor's clock is explicit), remove, evict,
+    push_front (counter evictor only); the wall-clock evictor's queue holds at most
+    ``max_queue`` entries."""
+
+    component: str = "lru_evictor_wallclock"
+    objects: int = 3
+    max_queue: int = 6
+
+    def __attrs_post_init__(self) -> None:
+        if self.component not in ("lru_evictor_wallclock", "lru_evictor_counter"):
+            raise InvalidInput(f"not an LRU component: {self.component!r}")
+        if isinstance(self.objects, bool) or not isinstance(self.objects, int) or self.objects < 1:
+            raise InvalidInput(f"objects must be a positive integer, got {self.objects!r}")
+
+    def to_json(self) -> dict[str, int]:
+        return {"objects": self.objects, "max_queue": self.max_queue}
+
+    def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
+        return LruSystem(self.component, config, list(quirks))
+
+    def moves(self) -> list[Any]:
+        out: list[Any] = [("insert", o, t) for o in range(self.objects) for t in (0, 1)]
+        out += [("remove", o, 0) for o in range(self.objects)] + [("evict", None, 0)]
+        if self.component == "lru_evictor_counter":
+            out += [("push_front", o, 0) for o in range(self.objects)]
+        return out
+
+    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
+        op, obj, tick = move
+        if op == "evict":
+            return op, {}, {}
+        args: dict[str, Any] = {"object": obj}
+        if op == "insert" and self.component == "lru_evictor_wallclock":
+            assert isinstance(s.model, WallClockLRU)
+            args["clock"] = s.model.clock + tick
+        elif op == "insert" and tick:
+            return "insert", None, None  # the counter evictor has no clock: one insert move suffices
+        return op, args, dict(args)
+
+    def allows(self, s: System, move: Any) -> bool:
+        """The counter evictor has no clock tick; and the wall-clock evictor's lazy queue is
+        bounded: with equal timestamps its cleanup keeps every duplicate entry, so repeated
+        inserts within one tick grow it without limit (a leak of the real code, §6 #12)."""
+        if move[0] != "insert":
+            return True
+        if self.component == "lru_evictor_counter":
+            return not move[2]
+        m = s.model
+        assert isinstance(m, WallClockLRU)
+        return len(m.queue) < self.max_queue
+
+    def key(self, s: System, symmetry: bool) -> Any:
+        """Objects in eviction order, plus, for the wall-clock evictor, its lazy queue and table
+        with timestamps replaced by their ranks among all timestamps and the clock (only
+        equality and order of timestamps are observable). With symmetry, objects are renamed
+        in order of first appearance."""
+        m, mon = s.model, s.monitor
+        if isinstance(m, WallClockLRU) and m.stale_quirk:
+            stamps = sorted({*m.free_table.values(), *(t for _, t in m.queue), m.clock}, key=_stamp_key)
+            rank = {t: i for i, t in enumerate(stamps)}
+            body: tuple[Any, ...] = (
+                tuple((o, rank[t]) for o, t in m.queue),
+                tuple(sorted((o, rank[t]) for o, t in m.free_table.items())),
+                rank[m.clock],
+            )
+        else:
+            body = (tuple(m.order()),)
+        ghost = tuple(mon.order)
+        if not symmetry:
+            return (body, ghost)
+        names: dict[Any, int] = {}
+        for o in [*_objects(body), *ghost]:
+            names.setdefault(o, len(names))
+        return (_rename(body, names), tuple(names[o] for o in ghost))
+
+    def orbit(self, key: Any) -> int:
+        used = len({o for o in [*_objects(key[0]), *key[1]]})
+        return math.perm(self.objects, used)
+
+    def move_kind(self, move: Any) -> str:
+        return str(move[0])
+
+
+def _stamp_key(t: Any) -> tuple[int, int]:
+    return (t, 0) if isinstance(t, int) else (t[0], t[1])
+
+
+def _objects(body: tuple[Any, ...]) -> list[Any]:
+    out: list[Any] = []
+    for part in body:
+        if isinstance(part, tuple):
+            for x in part:
+                out.append(x[0] if isinstance(x, tuple) else x)
+    return out
+
+
+def _rename(body: tuple[Any, ...], names: dict[Any, int]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for part in body:
+        if isinstance(part, tuple):
+            out.append(tuple((names[x[0]], *x[1:]) if isinstance(x, tuple) else names[x] for x in part))
+        else:
+            out.append(part)
+    if len(out) >= 2 and isinstance(out[1], tuple):
+        out[1] = tuple(sorted(out[1]))
+    return tuple(out)
 
 
 Sig = tuple[int, int, bool, bool, int]
@@ -159,6 +314,8 @@ class ExploreResult:
     bytes_per_state: float = 0.0
     concrete_states: int | None = None
     graph: Any = None
+    moves: list[Any] = attrs.field(factory=list, repr=False)
+    space_obj: Any = attrs.field(default=None, repr=False)
 
     @property
     def states_per_second(self) -> float:
@@ -204,34 +361,34 @@ def _deep_size(obj: Any, seen: set[int] | None = None) -> int:
 def explore(
     config: dict[str, Any] | None = None,
     quirks: Iterable[str] = (),
-    space: KvSpace | None = None,
+    space: Space | None = None,
     *,
     symmetry: bool = True,
     max_states: int = 2_000_000,
     graph: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
 ) -> ExploreResult:
-    """Breadth-first search of the KV manager's reachable states."""
-    space = space or KvSpace()
-    init = KvManagerSystem(config or {}, list(quirks))
-    actions = space.actions()
-    ws = invariants.witnesses_for("kv_manager")
-    res = ExploreResult("kv_manager", init.config, sorted(init.quirks), space.to_json(), symmetry)
-    k0 = canonical(init, space, symmetry)
-    # canonical key -> (parent key, index of the action, depth); the root's parent is None
-    parent: dict[bytes, tuple[bytes | None, int, int]] = {k0: (None, -1, 0)}
-    queue: deque[tuple[bytes, KvManagerSystem]] = deque([(k0, init)])
+    """Breadth-first search of a component's reachable states (KV manager by default)."""
+    sp: Space = space or KvSpace()
+    init = sp.system(config or {}, quirks)
+    moves = sp.moves()
+    ws = invariants.witnesses_for(sp.component)
+    res = ExploreResult(sp.component, init.config, sorted(init.quirks), sp.to_json(), symmetry)
+    k0 = sp.key(init, symmetry)
+    # canonical key -> (parent key, index of the move, depth); the root's parent is None
+    parent: dict[Any, tuple[Any, int, int]] = {k0: (None, -1, 0)}
+    queue: deque[tuple[Any, System]] = deque([(k0, init)])
     cov: dict[str, Counter[str]] = {}
-    edges: list[tuple[bytes, bytes, str]] = []
+    edges: list[tuple[Any, Any, str]] = []
     t0 = time.perf_counter()
 
-    def path_to(k: bytes) -> list[MoveBlock]:
-        out: list[MoveBlock] = []
+    def path_to(k: Any) -> list[int]:
+        out: list[int] = []
         while True:
-            pk, ai, _ = parent[k]
+            pk, mi, _ = parent[k]
             if pk is None:
                 break
-            out.append(actions[ai])
+            out.append(mi)
             k = pk
         out.reverse()
         return out
@@ -240,14 +397,15 @@ def explore(
         k, s = queue.popleft()
         d = parent[k][2]
         ok_any = False
-        for ai, sig in enumerate(actions):
-            kind = type(sig).__name__
+        for mi, move in enumerate(moves):
+            kind = sp.move_kind(move)
             c = cov.setdefault(kind, Counter())
-            if not space.enabled(s, sig):
+            if not sp.allows(s, move):
                 c["disabled"] += 1
                 continue
+            op, decoded, _ = sp.concrete(s, move)
             nxt = s.clone()
-            out = nxt.apply("process", sig)
+            out = nxt.apply(op, decoded)
             res.transitions += 1
             if out.error is not None:
                 c["rejected"] += 1
@@ -256,7 +414,7 @@ def explore(
                 ok_any = True
             for v in out.violations:
                 if v.invariant not in res.violations:
-                    steps = [*path_to(k), sig]
+                    steps = [*path_to(k), mi]
                     res.violations[v.invariant] = {
                         "depth": d + 1,
                         "message": v.message,
@@ -267,14 +425,14 @@ def explore(
                 for w in ws:
                     if w.name not in res.witnesses and w.check(out.ctx):
                         res.witnesses[w.name] = d + 1
-            k2 = canonical(nxt, space, symmetry)
+            k2 = sp.key(nxt, symmetry)
             if graph:
                 edges.append((k, k2, kind))
             if k2 not in parent:
                 if len(parent) >= max_states:
                     res.complete = False
                     continue
-                parent[k2] = (k, ai, d + 1)
+                parent[k2] = (k, mi, d + 1)
                 res.depth = max(res.depth, d + 1)
                 queue.append((k2, nxt))
         if not ok_any:
@@ -289,17 +447,16 @@ def explore(
     if sample:
         per = sum(_deep_size(kv) for kv in sample) / len(sample)
         res.bytes_per_state = per + sys.getsizeof(parent) / max(1, len(parent)) + 8 * 3
-    if symmetry:
-        res.concrete_states = sum(orbit_size(k, space) for k in parent)
-    else:
-        res.concrete_states = res.states
+    res.concrete_states = sum(sp.orbit(k) for k in parent) if symmetry else res.states
+    res.moves = moves
+    res.space_obj = sp
     if graph:
         import networkx as nx
 
         g = nx.DiGraph()
         ids = {k: i for i, k in enumerate(parent)}
         for k, i in ids.items():
-            g.add_node(i, depth=parent[k][2], key=k.hex())
+            g.add_node(i, depth=parent[k][2])
         for a, b, kind in edges:
             if a in ids and b in ids:
                 g.add_edge(ids[a], ids[b], op=kind)
@@ -309,8 +466,13 @@ def explore(
 
 def violation_trace(res: ExploreResult, invariant: str) -> dict[str, Any]:
     """The shortest counterexample to ``invariant`` as a trace in the trace format."""
-    steps = res.violations[invariant]["trace"]
-    ops = [("process", sig.to_json()) for sig in steps]
+    sp = res.space_obj
+    s = sp.system(res.config, res.quirks)
+    ops: list[tuple[str, Any]] = []
+    for mi in res.violations[invariant]["trace"]:
+        op, decoded, args = sp.concrete(s, res.moves[mi])
+        ops.append((op, args))
+        s.apply(op, decoded)
     return traces.record(
         res.component,
         res.config,

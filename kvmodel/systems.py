@@ -49,6 +49,10 @@ class Outcome:
 
 class System:
     component: str
+
+    def clone(self) -> System:
+        raise NotImplementedError
+
     config: dict[str, Any]
     quirks: frozenset[str]
     model: Any
@@ -223,6 +227,7 @@ class LruSystem(System):
         m = self.model
         out = Outcome(op, args_json if args_json is not None else decoded)
         obj = decoded.get("object")
+        pre = {"live": frozenset(self.monitor.order)}
         try:
             if op == "insert":
                 m.insert(obj, decoded.get("clock"))
@@ -238,9 +243,17 @@ class LruSystem(System):
         except ModelError as e:
             out.error = e
         self.monitor.observe(op, obj, out.result, out.error)
-        ctx = StepContext(m, self.monitor, op, decoded, out.result, out.error, [])
+        ctx = StepContext(m, self.monitor, op, decoded, out.result, out.error, [], None, pre)
         out.violations = check_all(self.component, ctx)
+        out.ctx = ctx
         return out
+
+    def clone(self) -> LruSystem:
+        c = LruSystem.__new__(LruSystem)
+        c.component, c.config, c.quirks = self.component, self.config, self.quirks
+        c.model = self.model.copy()
+        c.monitor = self.monitor.copy()
+        return c
 
     def snapshot(self) -> dict[str, Any]:
         return {"order": list(self.model.order())}

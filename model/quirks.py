@@ -30,8 +30,9 @@ _ALL: list[Quirk] = [
         "lru_evictor_wallclock",
         "§6 #12, §1.4",
         "Re-inserting an object at the same clock reading as its stale queue entry makes "
-        "the stale entry look live: the object is evicted at its old position.",
-        ("lru.evicts_least_recent",),
+        "the stale entry look live: the object is evicted at its old position. Cleanup keeps every such "
+        "duplicate, so inserts within one tick also grow the queue without bound.",
+        ("lru.evicts_least_recent", "lru.len_matches"),
     ),
     # --- old mocker KV manager (lib/llm/src/mocker/kv_manager.rs) --------------------
     Quirk(

@@ -18,8 +18,14 @@ MANIFEST = json.loads((ROOT / "specs" / "manifest.json").read_text())
 FAST = [e for e in MANIFEST["entries"] if e["seconds"] < 10]
 
 
+def _space(entry: dict[str, Any]) -> explorer.Space:
+    if entry["component"] == "kv_manager":
+        return explorer.KvSpace(**entry["space"])
+    return explorer.LruSpace(entry["component"], **entry["space"])
+
+
 def _run(entry: dict[str, Any], symmetry: bool = True) -> explorer.ExploreResult:
-    return explorer.explore(entry["config"], entry["quirks"], explorer.KvSpace(**entry["space"]), symmetry=symmetry)
+    return explorer.explore(entry["config"], entry["quirks"], _space(entry), symmetry=symmetry)
 
 
 @pytest.mark.parametrize("entry", FAST, ids=lambda e: e["name"])
@@ -33,16 +39,24 @@ def test_manifest_entry(entry: dict[str, Any]) -> None:
     assert {k: v["depth"] for k, v in r.violations.items()} == exp["violations"]
     assert ("holds" if not r.violations else "violated") == exp["verdict"]
     assert r.missing_witnesses == exp["witnesses_missing"]
-    if not entry["quirks"]:
+    if not entry["quirks"] and entry["component"] == "kv_manager":
         # non-vacuity: an ideal entry reaches every witness; without a response channel the
         # stream invariants are vacuous, and the explorer must say so
         want = [] if entry["config"].get("channel", True) else ["kv.w.store_with_parent"]
         assert r.missing_witnesses == want
+    elif not entry["quirks"]:
+        assert r.missing_witnesses == []
 
 
-def test_manifest_covers_every_quirk_and_the_ideal_at_capacity_4_with_6_ids() -> None:
+def test_manifest_covers_every_component_quirk_and_the_ideal_at_capacity_4_with_6_ids() -> None:
     names = {e["name"] for e in MANIFEST["entries"]}
-    assert {f"quirk-{q}-c2" for q in QUIRKS if QUIRKS[q].component == "kv_manager"} <= names
+    for q in QUIRKS:
+        assert any(n.startswith(f"quirk-{q}-") for n in names), q
+    assert {e["component"] for e in MANIFEST["entries"]} == {
+        "kv_manager",
+        "lru_evictor_wallclock",
+        "lru_evictor_counter",
+    }
     big = next(e for e in MANIFEST["entries"] if e["name"] == "ideal-c4-b6")
     assert big["config"]["max_capacity"] == 4 and big["space"]["n_full"] == 6
     assert big["expect"]["verdict"] == "holds"
@@ -63,9 +77,9 @@ def test_symmetry_is_sound(entry: dict[str, Any]) -> None:
     assert red.depth == full.depth
 
 
-@pytest.mark.parametrize("quirk", quirks_of("kv_manager"), ids=lambda q: q.name)
+@pytest.mark.parametrize("quirk", list(QUIRKS.values()), ids=lambda q: q.name)
 def test_catalogue_breakage_sets_are_exactly_what_exhaustive_search_finds(quirk: Any) -> None:
-    entry = next(e for e in MANIFEST["entries"] if e["name"] == f"quirk-{quirk.name}-c2")
+    entry = next(e for e in MANIFEST["entries"] if e["name"].startswith(f"quirk-{quirk.name}-"))
     r = _run(entry)
     base = set(_run({**entry, "quirks": list(quirk.requires)}).violations) if quirk.requires else set()
     assert set(r.violations) - base == set(quirk.breaks)
@@ -108,5 +122,30 @@ def test_cli_explore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert rc == 1 and out["violations"]["kv.deref_never_below_zero"]["depth"] == 1
     (p,) = out["traces"].values()
     assert traces.replay(traces.load(p)).reproduces_recorded
-    assert cli.main(["explore", "--component", "lru_evictor_counter"]) == 2
+    assert (
+        cli.main(
+            [
+                "explore",
+                "--component",
+                "lru_evictor_wallclock",
+                "--quirk",
+                "equal_timestamp_stale_entry",
+                "--objects",
+                "2",
+                "--max-queue",
+                "4",
+                "--cleanup-threshold",
+                "1",
+                "--json",
+                "--out",
+                str(tmp_path / "l"),
+            ]
+        )
+        == 1
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["violations"]["lru.evicts_least_recent"]["depth"] == 4 and out["concrete_states"] == 275
+    assert cli.main(["explore", "--component", "lru_evictor_counter", "--objects", "3"]) == 0
+    capsys.readouterr()
+    assert cli.main(["explore", "--component", "warp_core"]) == 2
     assert cli.main(["explore", "--max-batch", "0"]) == 2

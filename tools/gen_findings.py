@@ -46,7 +46,9 @@ CONSEQUENCE = {
     "deref_caches_partial": "A partial block (fresh UUID, never shareable) occupies a cache slot until it is evicted, "
     "reducing the effective cache size.",
     "equal_timestamp_stale_entry": "With a coarse clock, an object re-inserted within the same clock tick is "
-    "evicted at its old position: the LRU evicts a recently used block before an older one.",
+    "evicted at its old position: the LRU evicts a recently used block before an older one. Found by the "
+    "explorer: the queue cleanup keeps every entry whose timestamp equals the table's, so re-inserts within one "
+    "tick are never cleaned up and the lazy queue grows without bound (a memory leak whenever the clock repeats).",
 }
 
 # Found by stateful_tests/test_sequence.py: request-driven runs (ActiveSequence signals on the manager).
@@ -119,11 +121,15 @@ def main() -> None:
             f"- Invariant broken: `{r.violation['invariant']}` — {r.violation['message']}",
             f"- Minimal counterexample: {len(t['steps'])} step(s); quirks on: {', '.join(t['quirks'])}",
             f"- Reachable from ordinary requests: {'yes' if q.name in REACHABLE else 'not found (needs API misuse)'}",
-            "- All invariants it breaks, with the BFS-minimal depth (explorer, capacity 2, 3 ids, batches of at most"
-            " 2; `specs/manifest.json`): "
+            "- All invariants it breaks, with the BFS-minimal depth (explorer; KV manager: capacity 2, 3 ids,"
+            " batches of at most 2; LRU: 2 objects; `specs/manifest.json`): "
             + (
                 ", ".join(
-                    f"`{k}` {v}" for k, v in sorted(bfs.get(f"quirk-{q.name}-c2", {}).items(), key=lambda x: x[1])
+                    f"`{k}` {v}"
+                    for k, v in sorted(
+                        next((v for n, v in bfs.items() if n.startswith(f"quirk-{q.name}-")), {}).items(),
+                        key=lambda x: x[1],
+                    )
                 )
                 or "LRU component, not explored yet"
             ),

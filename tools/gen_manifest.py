@@ -47,16 +47,50 @@ for q in quirks_of("kv_manager"):
             "quirks": sorted({q.name, *q.requires}),
         }
     )
+LRU = [
+    ("lru_evictor_wallclock", "lru-wallclock-ideal-3", {"cleanup_threshold": 1}, {"objects": 3, "max_queue": 6}, []),
+    ("lru_evictor_counter", "lru-counter-3", {}, {"objects": 3, "max_queue": 6}, []),
+    (
+        "lru_evictor_wallclock",
+        "quirk-equal_timestamp_stale_entry-2-t1",
+        {"cleanup_threshold": 1},
+        {"objects": 2, "max_queue": 4},
+        ["equal_timestamp_stale_entry"],
+    ),
+    (
+        "lru_evictor_wallclock",
+        "quirk-equal_timestamp_stale_entry-3-t1",
+        {"cleanup_threshold": 1},
+        {"objects": 3, "max_queue": 6},
+        ["equal_timestamp_stale_entry"],
+    ),
+    (
+        "lru_evictor_wallclock",
+        "quirk-equal_timestamp_stale_entry-2-t50",
+        {"cleanup_threshold": 50},
+        {"objects": 2, "max_queue": 4},
+        ["equal_timestamp_stale_entry"],
+    ),
+]
+for comp, name, cfg, sp, qs in LRU:
+    ENTRIES.append({"name": name, "component": comp, "config": cfg, "space": sp, "quirks": qs})
+
+
+def space_of(entry: dict[str, Any]) -> explorer.Space:
+    comp = entry.get("component", "kv_manager")
+    if comp == "kv_manager":
+        return explorer.KvSpace(**entry["space"])
+    return explorer.LruSpace(comp, **entry["space"])
 
 
 def run(entry: dict[str, Any]) -> dict[str, Any]:
-    space = explorer.KvSpace(**entry["space"])
+    space = space_of(entry)
     t = time.perf_counter()
     r = explorer.explore(entry["config"], entry["quirks"], space)
     dt = time.perf_counter() - t
     out = {
-        **entry,
         "component": "kv_manager",
+        **entry,
         "mode": "ideal" if not entry["quirks"] else ("faithful" if len(entry["quirks"]) > 2 else "quirk"),
         "expect": {
             "verdict": "holds" if not r.violations else "violated",
