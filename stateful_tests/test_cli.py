@@ -56,8 +56,13 @@ def test_check_lru_default_mode_reproduces_the_quirk(capsys: pytest.CaptureFixtu
     rc = cli.main(["check", "--component", "lru_evictor_wallclock", "--json", "--out", str(tmp_path)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
-    verdicts = {r["check"]: r["verdict"] for r in out["results"]}
-    assert verdicts == {"ideal": "pass", "quirk equal_timestamp_stale_entry": "reproduced"}
+    verdicts = {(r["engine"], r["check"]): r["verdict"] for r in out["results"]}
+    assert verdicts == {
+        ("hypothesis", "ideal"): "pass",
+        ("hypothesis", "quirk equal_timestamp_stale_entry"): "reproduced",
+        ("explore", "ideal (exhaustive)"): "pass",
+        ("explore", "quirk equal_timestamp_stale_entry (exhaustive)"): "reproduced",
+    }
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
