@@ -132,113 +132,80 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _explore_setup(comp: str) -> tuple[Any, dict[str, Any]]:
+    """The bounded configuration `kvmodel check` explores exhaustively for a component (seconds)."""
+    from kvmodel import explorer
+
+    if comp == "kv_manager":
+        return explorer.KvSpace(**CHECK_EXPLORE["space"]), dict(CHECK_EXPLORE["config"])
+    return explorer.LruSpace(comp, objects=2, max_queue=4), {"cleanup_threshold": 1}
+
+
 def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]]:
-    """Exhaustive BFS of the KV manager on a small bounded configuration (LRU: not explored yet)."""
+    """Exhaustive BFS on a small bounded configuration of each component: the ideal model must
+    hold and reach every witness; each quirk must break every invariant it is declared to break."""
     from kvmodel import explorer, traces
     from kvmodel.model.quirks import faithful, quirks_of
 
     rows: list[dict[str, Any]] = []
     for comp in comps:
-        if comp.startswith("lru_"):
-            rows += _check_explore_lru(comp, mode, out_dir)
-    if "kv_manager" not in comps:
-        return rows
-    space = explorer.KvSpace(**CHECK_EXPLORE["space"])
-    cfg = dict(CHECK_EXPLORE["config"])
+        space, cfg = _explore_setup(comp)
 
-    def row(check: str, r: explorer.ExploreResult, verdict: str, viol: dict[str, Any] | None) -> dict[str, Any]:
-        return {
-            "engine": "explore",
-            "component": "kv_manager",
-            "check": check,
-            "verdict": verdict,
-            "steps": r.transitions,
-            "seconds": round(r.seconds, 3),
-            "states": r.states,
-            "violation": viol,
-            "trace": viol.get("trace_path") if viol else None,
-            "error": None,
-        }
+        def row(
+            check: str,
+            label: str,
+            r: explorer.ExploreResult,
+            verdict: str,
+            among: Iterable[str] | None,
+            comp: str = comp,
+        ) -> None:
+            names = [n for n in r.violations if among is None or n in among]
+            viol = None
+            if names:
+                inv = min(names, key=lambda n: (r.violations[n]["depth"], n))
+                t = explorer.violation_trace(r, inv)
+                path = out_dir / f"{comp}-explore-{label}-{inv.replace('.', '_')}.json"
+                traces.write(t, path)
+                v = t["violation"] or {}
+                viol = {
+                    "invariant": inv,
+                    "step": v.get("step", r.violations[inv]["depth"] - 1),
+                    "message": v.get("message", r.violations[inv]["message"]),
+                    "trace_path": str(path),
+                }
+            rows.append(
+                {
+                    "engine": "explore",
+                    "component": comp,
+                    "check": check,
+                    "verdict": verdict,
+                    "steps": r.transitions,
+                    "seconds": round(r.seconds, 3),
+                    "states": r.states,
+                    "violation": viol,
+                    "trace": viol["trace_path"] if viol else None,
+                    "error": None,
+                }
+            )
 
-    def first(r: explorer.ExploreResult, label: str, among: Iterable[str] | None = None) -> dict[str, Any] | None:
-        names = [n for n in r.violations if among is None or n in among]
-        if not names:
-            return None
-        inv = min(names, key=lambda n: (r.violations[n]["depth"], n))
-        t = explorer.violation_trace(r, inv)
-        p = out_dir / f"kv_manager-explore-{label}-{inv.replace('.', '_')}.json"
-        traces.write(t, p)
-        v = t["violation"] or {}
-        return {
-            "invariant": inv,
-            "step": v.get("step", r.violations[inv]["depth"] - 1),
-            "message": v.get("message", r.violations[inv]["message"]),
-            "trace_path": str(p),
-        }
-
-    if mode in ("ideal", "both"):
-        r = explorer.explore(cfg, (), space)
-        ok = not r.violations and not r.missing_witnesses and r.complete
-        rows.append(row("ideal (exhaustive)", r, "pass" if ok else "FAIL", first(r, "ideal")))
-    if mode == "faithful":
-        r = explorer.explore(cfg, faithful("kv_manager"), space)
-        v = first(r, "faithful")
-        rows.append(row("faithful (exhaustive)", r, "VIOLATION" if v else "pass", v))
-    if mode == "both":
-        for q in quirks_of("kv_manager"):
-            r = explorer.explore(cfg, (q.name, *q.requires), space)
-            missing = [b for b in q.breaks if b not in r.violations]
-            v = first(r, f"quirk-{q.name}", q.breaks)
-            rows.append(row(f"quirk {q.name} (exhaustive)", r, "reproduced" if not missing else "NOT REPRODUCED", v))
-    return rows
-
-
-def _check_explore_lru(comp: str, mode: str, out_dir: Path) -> list[dict[str, Any]]:
-    from kvmodel import explorer, traces
-    from kvmodel.model.quirks import faithful, quirks_of
-
-    rows: list[dict[str, Any]] = []
-    space = explorer.LruSpace(comp, objects=2, max_queue=4)
-    cfg = {"cleanup_threshold": 1}
-
-    def row(check: str, r: explorer.ExploreResult, ok: bool, verdict_bad: str, expect_violation: bool) -> None:
-        viol = None
-        if r.violations:
-            inv = min(r.violations, key=lambda n: (r.violations[n]["depth"], n))
-            p = out_dir / f"{comp}-explore-{check.split()[0]}-{inv.replace('.', '_')}.json"
-            traces.write(explorer.violation_trace(r, inv), p)
-            viol = {
-                "invariant": inv,
-                "step": r.violations[inv]["depth"] - 1,
-                "message": r.violations[inv]["message"],
-                "trace_path": str(p),
-            }
-        good = "reproduced" if expect_violation else "pass"
-        rows.append(
-            {
-                "engine": "explore",
-                "component": comp,
-                "check": check,
-                "verdict": good if ok else verdict_bad,
-                "steps": r.transitions,
-                "seconds": round(r.seconds, 3),
-                "states": r.states,
-                "violation": viol,
-                "trace": viol["trace_path"] if viol else None,
-                "error": None,
-            }
-        )
-
-    if mode in ("ideal", "both"):
-        r = explorer.explore(cfg, (), space)
-        row("ideal (exhaustive)", r, not r.violations and not r.missing_witnesses and r.complete, "FAIL", False)
-    if mode == "faithful" and faithful(comp):
-        r = explorer.explore(cfg, faithful(comp), space)
-        row("faithful (exhaustive)", r, not r.violations, "VIOLATION", False)
-    if mode == "both":
-        for q in quirks_of(comp):
-            r = explorer.explore(cfg, (q.name, *q.requires), space)
-            row(f"quirk {q.name} (exhaustive)", r, all(b in r.violations for b in q.breaks), "NOT REPRODUCED", True)
+        if mode in ("ideal", "both"):
+            r = explorer.explore(cfg, (), space)
+            ok = not r.violations and not r.missing_witnesses and r.complete
+            row("ideal (exhaustive)", "ideal", r, "pass" if ok else "FAIL", None)
+        if mode == "faithful":
+            r = explorer.explore(cfg, faithful(comp), space)
+            row("faithful (exhaustive)", "faithful", r, "VIOLATION" if r.violations else "pass", None)
+        if mode == "both":
+            for q in quirks_of(comp):
+                r = explorer.explore(cfg, (q.name, *q.requires), space)
+                ok = all(b in r.violations for b in q.breaks)
+                row(
+                    f"quirk {q.name} (exhaustive)",
+                    f"quirk-{q.name}",
+                    r,
+                    "reproduced" if ok else "NOT REPRODUCED",
+                    q.breaks,
+                )
     return rows
 
 

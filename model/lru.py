@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable, Iterable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from kvmodel.model.errors import InvalidInput
 
@@ -39,7 +39,29 @@ class Evictor(Protocol[T]):
 Stamp = int | tuple[int, int]
 
 
-class WallClockLRU(Generic[T]):
+class _Table(Generic[T]):
+    """What both evictors answer from their ``free_table`` alone."""
+
+    free_table: dict[T, Any]
+
+    def remove(self, obj: T) -> bool:
+        return self.free_table.pop(obj, None) is not None
+
+    def contains(self, obj: T) -> bool:
+        return obj in self.free_table
+
+    def __contains__(self, obj: object) -> bool:
+        return obj in self.free_table
+
+    def __len__(self) -> int:
+        return len(self.free_table)
+
+    def keys(self) -> frozenset[T]:
+        """``free_table.keys()``: hash-map order in Rust, so a set here."""
+        return frozenset(self.free_table)
+
+
+class WallClockLRU(_Table[T]):
     """``LRUEvictor`` with a ``free_table`` and a lazy ``priority_queue`` (EVA).
 
     * ``insert`` overwrites the table's timestamp and appends to the queue (the old queue
@@ -97,9 +119,6 @@ class WallClockLRU(Generic[T]):
         if len(self.queue) > self.cleanup_threshold * len(self.free_table):
             self.queue = deque((o, s) for (o, s) in self.queue if self.free_table.get(o, None) == s)
 
-    def remove(self, obj: T) -> bool:
-        return self.free_table.pop(obj, None) is not None
-
     def evict(self) -> T | None:
         if not self.free_table:
             return None
@@ -112,19 +131,6 @@ class WallClockLRU(Generic[T]):
             return obj
         return None
 
-    def contains(self, obj: T) -> bool:
-        return obj in self.free_table
-
-    def __contains__(self, obj: object) -> bool:
-        return obj in self.free_table
-
-    def __len__(self) -> int:
-        return len(self.free_table)
-
-    def keys(self) -> frozenset[T]:
-        """``free_table.keys()``: hash-map order in Rust, so a set here."""
-        return frozenset(self.free_table)
-
     def order(self) -> list[T]:
         """Objects in the order successive ``evict`` calls would return them."""
         c = self.copy()
@@ -134,7 +140,7 @@ class WallClockLRU(Generic[T]):
         return out
 
 
-class CounterLRU(Generic[T]):
+class CounterLRU(_Table[T]):
     """Counter-based ``LRUEvictor`` rewrite (EVB, revision R02).
 
     ``insert`` gives ``++positive_counter`` (refreshing recency), ``push_front`` gives
@@ -165,27 +171,12 @@ class CounterLRU(Generic[T]):
         self.free_table.pop(obj, None)
         self.free_table[obj] = self.negative_counter
 
-    def remove(self, obj: T) -> bool:
-        return self.free_table.pop(obj, None) is not None
-
     def evict(self) -> T | None:
         if not self.free_table:
             return None
         obj = min(self.free_table, key=self.free_table.__getitem__)
         del self.free_table[obj]
         return obj
-
-    def contains(self, obj: T) -> bool:
-        return obj in self.free_table
-
-    def __contains__(self, obj: object) -> bool:
-        return obj in self.free_table
-
-    def __len__(self) -> int:
-        return len(self.free_table)
-
-    def keys(self) -> frozenset[T]:
-        return frozenset(self.free_table)
 
     def order(self) -> list[T]:
         return sorted(self.free_table, key=self.free_table.__getitem__)
