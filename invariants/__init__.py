@@ -19,8 +19,14 @@ def witnesses_for(component: str) -> tuple[Witness, ...]:
     return tuple(w for w in WITNESSES if w.component == component)
 
 
+_BY_COMPONENT: dict[str, tuple[Invariant, ...]] = {}
+
+
 def for_component(component: str) -> tuple[Invariant, ...]:
-    return tuple(i for i in ALL if i.component == component)
+    got = _BY_COMPONENT.get(component)
+    if got is None:
+        got = _BY_COMPONENT[component] = tuple(i for i in ALL if i.component == component)
+    return got
 
 
 def components() -> list[str]:

@@ -250,18 +250,28 @@ def _rename(body: tuple[Any, ...], names: dict[Any, int]) -> tuple[Any, ...]:
 Sig = tuple[int, int, bool, bool, int]
 
 
+_BLOCKS: dict[tuple[int, int], tuple[list[tuple[int, FullBlock]], list[PartialBlock]]] = {}
+
+
+def _universe(space: KvSpace) -> tuple[list[tuple[int, FullBlock]], list[PartialBlock]]:
+    """The space's block objects, built once (hashing fresh attrs objects dominated the search)."""
+    k = (space.n_full, space.partials)
+    if k not in _BLOCKS:
+        _BLOCKS[k] = (
+            [(h, FullBlock(h)) for h in range(space.n_full)],
+            [PartialBlock(f"p{i}") for i in range(space.partials)],
+        )
+    return _BLOCKS[k]
+
+
 def signatures(s: KvManagerSystem, space: KvSpace) -> tuple[list[Sig], list[Sig]]:
     """Per-id signatures: (refcount, LRU position or -1, resident, in router view, held)."""
     m, mon = s.model, s.monitor
+    active, res, view, held = m.active, m.all_blocks, mon.view, mon.held
     pos = {b: i for i, b in enumerate(m.inactive.order())}
-    fulls: list[Sig] = []
-    for h in range(space.n_full):
-        fb = FullBlock(h)
-        fulls.append((m.active.get(fb, 0), pos.get(fb, -1), fb in m.all_blocks, h in mon.view, mon.held.get(fb, 0)))
-    parts: list[Sig] = []
-    for i in range(space.partials):
-        pb = PartialBlock(f"p{i}")
-        parts.append((m.active.get(pb, 0), pos.get(pb, -1), pb in m.all_blocks, False, mon.held.get(pb, 0)))
+    fb, pb = _universe(space)
+    fulls: list[Sig] = [(active.get(b, 0), pos.get(b, -1), b in res, h in view, held.get(b, 0)) for h, b in fb]
+    parts: list[Sig] = [(active.get(b, 0), pos.get(b, -1), b in res, False, held.get(b, 0)) for b in pb]
     return fulls, parts
 
 

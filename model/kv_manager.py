@@ -95,8 +95,10 @@ class KvManager:
         self.evictor_kind: EvictorKind = evictor
         self.quirks = validate(COMPONENT, quirks)
         self.active: dict[UniqueBlock, int] = {}
+        # The manager's logical clock ticks on every insert, so the wall-clock evictor's stale-entry
+        # quirk (equal readings) cannot arise here; unique stamps give the same eviction order.
         self.inactive: WallClockLRU[UniqueBlock] | CounterLRU[UniqueBlock] = (
-            WallClockLRU() if evictor == "wallclock" else CounterLRU()
+            WallClockLRU(quirks=()) if evictor == "wallclock" else CounterLRU()
         )
         self.all_blocks: set[UniqueBlock] = set()
         self.outbox: list[MoveBlockResponse] = []

@@ -133,6 +133,8 @@ class WallClockLRU(_Table[T]):
 
     def order(self) -> list[T]:
         """Objects in the order successive ``evict`` calls would return them."""
+        if not self.stale_quirk:  # unique stamps: the queue order is the stamp order
+            return sorted(self.free_table, key=self.free_table.__getitem__)
         c = self.copy()
         out: list[T] = []
         while (o := c.evict()) is not None:
