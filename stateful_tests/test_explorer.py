@@ -110,6 +110,18 @@ def test_hypothesis_counterexamples_are_no_longer_than_twice_the_bfs_minimum() -
         assert len(h.trace["steps"]) <= 2 * bfs, (q.name, len(h.trace["steps"]), bfs)
 
 
+def test_done_when_command_matches_the_manifest(capsys: pytest.CaptureFixture[str]) -> None:
+    """`kvmodel explore --component kv_manager --capacity 3 --blocks 4 --ideal --json`: no violation, pinned counts."""
+    assert (
+        cli.main(["explore", "--component", "kv_manager", "--capacity", "3", "--blocks", "4", "--ideal", "--json"]) == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    entry = next(e for e in MANIFEST["entries"] if e["name"] == "ideal-c3-b4-cli-defaults")
+    assert out["space"] == entry["space"] and out["violations"] == {}
+    assert out["states"] == entry["expect"]["states_symmetry"]
+    assert out["concrete_states"] == entry["expect"]["states_full"]
+
+
 def test_cli_explore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dot = tmp_path / "g.dot"
     assert cli.main(["explore", "--capacity", "2", "--json", "--dot", str(dot)]) == 0

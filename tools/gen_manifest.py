@@ -28,6 +28,7 @@ ENTRIES: list[dict[str, Any]] = [
         "space": SMALL,
         "quirks": [],
     },
+    {"name": "ideal-c3-b4-cli-defaults", "config": {"max_capacity": 3}, "space": {**SMALL, "n_full": 4}, "quirks": []},
     {"name": "ideal-c3", "config": {"max_capacity": 3}, "space": {**SMALL, "n_full": 4, "partials": 2}, "quirks": []},
     {"name": "ideal-c4-b6", "config": {"max_capacity": 4}, "space": {**SMALL, "n_full": 6}, "quirks": []},
     {
