@@ -78,19 +78,16 @@ def cmd_check(args: argparse.Namespace) -> int:
                 _log(args, _line(row))
             continue
         for comp in comps:
+            whole: list[tuple[str, frozenset[str], str]] = []
             if mode in ("ideal", "both"):
-                r = machines.run(comp, quirks=(), mode="ideal", seed=args.seed, **_budget(prof))
-                row = r.to_json() | {"check": "ideal", "trace": save(r, "ideal")}
-                ok = r.violation is None and r.error is None
-                row["verdict"] = "pass" if ok else "FAIL"
-                failed |= not ok
-                results.append(row)
-                _log(args, _line(row))
+                whole.append(("ideal", frozenset(), "FAIL"))
             if mode == "faithful":
-                r = machines.run(comp, quirks=faithful(comp), mode="faithful", seed=args.seed, **_budget(prof))
-                row = r.to_json() | {"check": "faithful", "trace": save(r, "faithful")}
+                whole.append(("faithful", faithful(comp), "VIOLATION"))
+            for label, quirks, bad in whole:
+                r = machines.run(comp, quirks=quirks, mode=label, seed=args.seed, **_budget(prof))
+                row = r.to_json() | {"check": label, "trace": save(r, label)}
                 ok = r.violation is None and r.error is None
-                row["verdict"] = "pass" if ok else "VIOLATION"
+                row["verdict"] = "pass" if ok else bad
                 failed |= not ok
                 results.append(row)
                 _log(args, _line(row))
