@@ -6,6 +6,7 @@ The monitor keeps a ghost list of the live objects, least recently inserted firs
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from kvmodel.invariants.core import Invariant, StepContext, Witness
@@ -61,6 +62,117 @@ def _len_matches(ctx: StepContext) -> str | None:
     return None if n == len(mon.order) else f"len() = {n} but {len(mon.order)} objects are live"
 
 
+# --- lemmas: the strengthening that makes the ideal evictors 1-inductive (specs/lru.py) ---
+
+
+def _table_matches_live(ctx: StepContext) -> str | None:
+    live, table = set(ctx.monitor.order), set(ctx.model.free_table)
+    if live == table:
+        return None
+    return f"free_table holds {sorted(map(str, table - live))} not live, misses live {sorted(map(str, live - table))}"
+
+
+def _table_order(ctx: StepContext) -> str | None:
+    table = ctx.model.free_table
+    stamps = list(table.values())
+    if len(set(stamps)) != len(stamps):
+        return f"live objects share a stamp: {sorted(table.items(), key=lambda x: str(x))}"
+    by_stamp = sorted(table, key=table.__getitem__)
+    live = [o for o in ctx.monitor.order if o in table]
+    return None if by_stamp == live else f"stamp order {by_stamp} differs from recency order {live}"
+
+
+def _latest_stamp(m: Any) -> Any:
+    return m.clock if m.stale_quirk else (m.clock, m._n)
+
+
+def _queue_increase(ctx: StepContext) -> str | None:
+    m = ctx.model
+    q = [t for _, t in m.queue]
+    for a, b in itertools.pairwise(q):
+        if not a < b:
+            return f"queue stamps not strictly increasing: {a!r} then {b!r}"
+    if q and q[-1] > _latest_stamp(m):
+        return f"queue stamp {q[-1]!r} is later than the latest handed out {_latest_stamp(m)!r}"
+    return None
+
+
+def _queue_covers(ctx: StepContext) -> str | None:
+    m = ctx.model
+    entries = set(m.queue)
+    missing = [o for o, t in m.free_table.items() if (o, t) not in entries]
+    return f"table entries with no queue entry of the same stamp: {missing}" if missing else None
+
+
+def _recency_bounds(ctx: StepContext) -> str | None:
+    m = ctx.model
+    if hasattr(m, "positive_counter"):
+        bad = [o for o, c in m.free_table.items() if not m.negative_counter <= c <= m.positive_counter]
+        if m.negative_counter > 0 or m.positive_counter < 0:
+            bad.append("counters")
+        return f"counters outside [negative_counter, positive_counter]: {bad}" if bad else None
+    latest = _latest_stamp(m)
+    bad = [o for o, t in m.free_table.items() if t > latest]
+    return f"stamps later than the latest handed out: {bad}" if bad else None
+
+
+def _lemmas(component: str) -> tuple[Invariant, ...]:
+    out = [
+        Invariant(
+            "lru.table_matches_live",
+            component,
+            "state",
+            "The table holds exactly the live objects.",
+            _table_matches_live,
+            lemma=True,
+            witnesses=("lru.w.remove_live",),
+        ),
+        Invariant(
+            "lru.table_order_matches_recency",
+            component,
+            "state",
+            "Objects in the table are live, have distinct stamps, and are ordered by stamp as by recency.",
+            _table_order,
+            lemma=True,
+            witnesses=("lru.w.reinsert",),
+        ),
+    ]
+    if component == "lru_evictor_wallclock":
+        out += [
+            Invariant(
+                "lru.queue_stamps_increase",
+                component,
+                "state",
+                "Lazy-queue stamps strictly increase from front to back, up to the latest stamp handed out.",
+                _queue_increase,
+                lemma=True,
+                witnesses=("lru.w.reinsert",),
+            ),
+            Invariant(
+                "lru.queue_covers_table",
+                component,
+                "state",
+                "Every table entry has a queue entry with the same object and stamp.",
+                _queue_covers,
+                lemma=True,
+                witnesses=("lru.w.evict_nonempty",),
+            ),
+        ]
+    out.append(
+        Invariant(
+            "lru.recency_bounds",
+            component,
+            "state",
+            "Live stamps lie within the range handed out so far (counter evictor: between "
+            "negative_counter and positive_counter).",
+            _recency_bounds,
+            lemma=True,
+            witnesses=("lru.w.evict_nonempty",),
+        )
+    )
+    return tuple(out)
+
+
 def _make(component: str) -> tuple[Invariant, ...]:
     return (
         Invariant(
@@ -79,6 +191,7 @@ def _make(component: str) -> tuple[Invariant, ...]:
             _len_matches,
             witnesses=("lru.w.remove_live",),
         ),
+        *_lemmas(component),
     )
 
 

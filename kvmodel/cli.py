@@ -15,7 +15,7 @@ from typing import Any
 
 from kvmodel import __version__
 
-ENGINES = ("hypothesis", "explore")
+ENGINES = ("hypothesis", "explore", "z3")
 # The bounded configuration `kvmodel check` explores exhaustively (seconds on 2 cores).
 CHECK_EXPLORE = {
     "config": {"max_capacity": 2},
@@ -71,6 +71,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         return str(p)
 
     for engine in engines:
+        if engine == "z3":
+            for row in _check_z3(comps, mode, out_dir):
+                failed |= row["verdict"] not in ("pass", "reproduced")
+                results.append(row)
+                _log(args, _line(row))
+            continue
         if engine == "explore":
             for row in _check_explore(comps, mode, out_dir):
                 failed |= row["verdict"] not in ("pass", "reproduced")
@@ -203,6 +209,86 @@ def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str,
                     "reproduced" if ok else "NOT REPRODUCED",
                     q.breaks,
                 )
+    return rows
+
+
+# The universes `kvmodel check` gives Z3: proofs on the spec defaults (kv_manager: capacity 4,
+# 6 full blocks and 1 partial), per-quirk BMC on the small universe the explorer uses.
+CHECK_BMC_DEPTH = 6
+
+
+def _z3_small(comp: str) -> dict[str, Any]:
+    if comp == "kv_manager":
+        sp = CHECK_EXPLORE["space"]
+        return {
+            "max_capacity": CHECK_EXPLORE["config"]["max_capacity"],
+            "n_full": sp["n_full"],
+            "partials": sp["partials"],
+            "max_batch": sp["max_batch"],
+        }
+    return {"objects": 2, "max_queue": 4, "cleanup_threshold": 1} if comp == "lru_evictor_wallclock" else {}
+
+
+def _check_z3(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]]:
+    """Z3: every ideal invariant proved by k-induction; each quirk's declared breakage found by
+    BMC (traces replayed on the executable model)."""
+    from kvmodel.model.quirks import faithful, quirks_of
+    from kvmodel.specs.runner import prove, run_bmc
+
+    rows: list[dict[str, Any]] = []
+
+    def row(comp: str, check: str, verdict: str, rep: dict[str, Any], among: Iterable[str] | None) -> None:
+        viol = [
+            r for r in rep["invariants"] if r["status"] == "violated" and (among is None or r["invariant"] in among)
+        ]
+        v = min(viol, key=lambda r: (r["k"], r["invariant"])) if viol else None
+        rows.append(
+            {
+                "engine": "z3",
+                "component": comp,
+                "check": check,
+                "verdict": verdict,
+                "steps": rep.get("depth", rep.get("max_k", 0)),
+                "seconds": rep["seconds"],
+                "invariants": rep["invariants"],
+                "violation": (
+                    {
+                        "invariant": v["invariant"],
+                        "step": v["k"] - 1,
+                        "message": "found by BMC",
+                        "trace": v.get("trace"),
+                    }
+                    if v
+                    else None
+                ),
+                "trace": v.get("trace") if v else None,
+                "error": None,
+            }
+        )
+
+    for comp in comps:
+        if mode in ("ideal", "both"):
+            rep = prove(comp)
+            rep.pop("_results")
+            row(comp, "ideal (k-induction)", "pass" if rep["all_proved"] else "FAIL", rep, None)
+        if mode == "faithful":
+            rep = run_bmc(comp, CHECK_BMC_DEPTH, _z3_small(comp), faithful(comp), out=out_dir)
+            bad = any(r["status"] == "violated" for r in rep["invariants"])
+            row(comp, "faithful (BMC)", "VIOLATION" if bad else "pass", rep, None)
+        if mode == "both":
+            for q in quirks_of(comp):
+                rep = run_bmc(
+                    comp,
+                    CHECK_BMC_DEPTH,
+                    _z3_small(comp),
+                    (q.name, *q.requires),
+                    out=out_dir,
+                    properties=q.breaks,
+                    label=f"quirk-{q.name}",
+                )
+                got = {r["invariant"] for r in rep["invariants"] if r["status"] == "violated"}
+                ok = set(q.breaks) <= got
+                row(comp, f"quirk {q.name} (BMC)", "reproduced" if ok else "NOT REPRODUCED", rep, q.breaks)
     return rows
 
 
@@ -339,6 +425,115 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+# ----------------------------------------------------------------------------- prove / bmc
+
+
+def _spec_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The spec universe from the command line (only options the user gave; spec defaults
+    otherwise: kv_manager capacity 4 with 6 full blocks and 1 partial, batches of 2)."""
+    if args.component == "kv_manager":
+        keys = {"capacity": "max_capacity", "blocks": "n_full", "partials": "partials", "max_batch": "max_batch"}
+    elif args.component == "lru_evictor_wallclock":
+        keys = {"objects": "objects", "max_queue": "max_queue", "cleanup_threshold": "cleanup_threshold"}
+    elif args.component == "lru_evictor_counter":
+        keys = {"objects": "objects"}
+    else:
+        from kvmodel.specs import SPECS
+
+        raise UsageError(f"no Z3 spec for component {args.component!r} (known: {', '.join(SPECS)})")
+    cfg = {v: getattr(args, k) for k, v in keys.items() if getattr(args, k, None) is not None}
+    if args.component == "kv_manager" and args.no_channel:
+        cfg["channel"] = False
+    return cfg
+
+
+def _spec_quirks(args: argparse.Namespace, default_faithful: bool) -> frozenset[str]:
+    from kvmodel.model.quirks import QUIRKS, faithful
+
+    if args.quirk:
+        names = set(args.quirk)
+        for n in list(names):
+            if n not in QUIRKS or QUIRKS[n].component != args.component:
+                raise UsageError(f"unknown quirk {n!r} for {args.component}")
+            names |= set(QUIRKS[n].requires)
+        return frozenset(names)
+    if args.faithful or (default_faithful and not args.ideal):
+        return faithful(args.component)
+    return frozenset()
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
+    for r in rows:
+        extra = f" k={r['k']}" if r.get("k") is not None else ""
+        how = f" [{r['method']}]" if r.get("method") else ""
+        lemma = " (lemma)" if r.get("lemma") else ""
+        line = f"  {r['status'].upper():<12} {r['invariant']}{lemma}{extra}{how} {r['seconds']:.2f}s"
+        if r.get("trace"):
+            line += f" -> {r['trace']}"
+        elif r.get("detail") and r["status"] != "proved":
+            line += f" ({r['detail']})"
+        print(line)
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from kvmodel.specs.runner import prove
+
+    rep = prove(
+        args.component,
+        _spec_config(args),
+        _spec_quirks(args, default_faithful=False),
+        max_k=args.max_k,
+        timeout_ms=int(args.timeout * 1000),
+    )
+    rep.pop("_results")
+    if args.json:
+        _emit_json(rep)
+    else:
+        print(
+            f"{rep['component']} {rep['mode']}: k-induction (k <= {rep['max_k']}) over {rep['universe']}, "
+            f"{rep['seconds']:.2f}s"
+        )
+        _print_rows(rep["invariants"])
+        n = sum(1 for r in rep["invariants"] if r["status"] == "proved")
+        print(f"{n} of {len(rep['invariants'])} proved")
+    return 0 if rep["all_proved"] else 1
+
+
+def cmd_bmc(args: argparse.Namespace) -> int:
+    from kvmodel.specs.runner import run_bmc
+
+    if args.depth < 0:
+        raise UsageError("--depth must be non-negative")
+
+    def progress(depth: int, seconds: float) -> None:
+        if sys.stderr.isatty():
+            print(f"\rBMC depth {depth} ({seconds:.1f}s)", end="", file=sys.stderr, flush=True)
+
+    rep = run_bmc(
+        args.component,
+        args.depth,
+        _spec_config(args),
+        _spec_quirks(args, default_faithful=True),
+        out=args.out,
+        induction=not args.no_induction,
+        timeout_ms=int(args.timeout * 1000),
+        progress=progress,
+    )
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if args.json:
+        _emit_json(rep)
+    else:
+        print(
+            f"{rep['component']} {rep['mode']}: BMC to depth {rep['depth']} over {rep['universe']} "
+            f"({rep['width']}-bit), {rep['seconds']:.2f}s"
+        )
+        _print_rows(rep["invariants"])
+        print(f"{len(rep['traces'])} counterexample trace(s), each replayed on the executable model")
+    violated = any(r["status"] == "violated" for r in rep["invariants"])
+    return 1 if violated else 0
+
+
 # ----------------------------------------------------------------------------- vectors
 
 
@@ -468,6 +663,37 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explore)
+
+    for name, helptext in (
+        ("prove", "prove the invariants by k-induction with Z3 (ideal model by default)"),
+        ("bmc", "bounded model checking with Z3 (faithful model by default); one trace per violation"),
+    ):
+        z = sub.add_parser(name, help=helptext)
+        z.add_argument("--component", default="kv_manager")
+        z.add_argument("--capacity", type=int, help="kv_manager: max_capacity (default 4)")
+        z.add_argument("--blocks", type=int, help="kv_manager: full-block ids (default 6)")
+        z.add_argument("--partials", type=int, help="kv_manager: partial blocks (default 1)")
+        z.add_argument("--max-batch", type=int, help="kv_manager: longest Use/Deref/Destroy list (default 2)")
+        z.add_argument("--no-channel", action="store_true", help="kv_manager: no response channel")
+        z.add_argument("--objects", type=int, help="LRU: objects (default 3)")
+        z.add_argument("--max-queue", type=int, help="LRU wall-clock: lazy-queue slots (default 6)")
+        z.add_argument("--cleanup-threshold", type=int, help="LRU wall-clock: cleanup threshold (default 1)")
+        zg = z.add_mutually_exclusive_group()
+        zg.add_argument("--faithful", action="store_true", help="all quirks on")
+        zg.add_argument("--ideal", action="store_true", help="no quirks")
+        zg.add_argument("--quirk", action="append", help="switch one quirk on (repeatable)")
+        z.add_argument("--timeout", type=float, default=600.0, help="per solver query, seconds (default 600)")
+        z.add_argument("--json", action="store_true")
+        if name == "prove":
+            z.add_argument("--max-k", type=int, default=3, help="largest k tried (default 3)")
+            z.set_defaults(func=cmd_prove)
+        else:
+            z.add_argument("--depth", type=int, default=8, help="steps to unroll (default 8)")
+            z.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
+            z.add_argument(
+                "--no-induction", action="store_true", help="pure BMC: do not discharge invariants by 1-induction first"
+            )
+            z.set_defaults(func=cmd_bmc)
 
     v = sub.add_parser("vectors", help="run test vectors (dynamo-kv-test-vectors/1 format)")
     v.add_argument("file")

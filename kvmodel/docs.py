@@ -18,7 +18,9 @@ def invariants_markdown(components: Iterable[str] | None = None) -> str:
         "",
         "Kinds: `state` — over the state after a step; `stream` — over the emitted events and",
         "the monitor's ghost state (the router's view, the references callers hold); `step` —",
-        "over one transition (state before, operation, result, events).",
+        "over one transition (state before, operation, result, events). A *lemma* is a",
+        "strengthening invariant added so that the ideal model's invariants are inductive (Z3",
+        "k-induction, `kvmodel prove`); lemmas are checked by every engine like the others.",
         "",
     ]
     total = 0
@@ -30,15 +32,15 @@ def invariants_markdown(components: Iterable[str] | None = None) -> str:
         lines += [
             f"## {comp}",
             "",
-            "| invariant | kind | statement | broken by quirk (faithful model) |",
-            "|---|---|---|---|",
+            "| invariant | kind | statement | witnesses | broken by quirk (faithful model) |",
+            "|---|---|---|---|---|",
         ]
         for inv in invs:
             qs = sorted(q.name for q in QUIRKS.values() if q.component == comp and inv.name in q.breaks)
             wit = ", ".join(f"`{w}`" for w in inv.witnesses) or "—"
-            lines.append(
-                f"| `{inv.name}` | {inv.kind} | {inv.statement} | {wit} | {', '.join(f'`{q}`' for q in qs) or '—'} |"
-            )
+            kind = f"{inv.kind} (lemma)" if inv.lemma else inv.kind
+            broken = ", ".join(f"`{q}`" for q in qs) or "—"
+            lines.append(f"| `{inv.name}` | {kind} | {inv.statement} | {wit} | {broken} |")
         lines.append("")
         ws = invariants.witnesses_for(comp)
         if ws:

@@ -32,7 +32,13 @@ _ALL: list[Quirk] = [
         "Re-inserting an object at the same clock reading as its stale queue entry makes "
         "the stale entry look live: the object is evicted at its old position. Cleanup keeps every such "
         "duplicate, so inserts within one tick also grow the queue without bound.",
-        ("lru.evicts_least_recent", "lru.len_matches"),
+        (
+            "lru.evicts_least_recent",
+            "lru.len_matches",
+            "lru.queue_stamps_increase",
+            "lru.table_matches_live",
+            "lru.table_order_matches_recency",
+        ),
     ),
     # --- old mocker KV manager (lib/llm/src/mocker/kv_manager.rs) --------------------
     Quirk(

@@ -62,6 +62,8 @@ def test_check_lru_default_mode_reproduces_the_quirk(capsys: pytest.CaptureFixtu
         ("hypothesis", "quirk equal_timestamp_stale_entry"): "reproduced",
         ("explore", "ideal (exhaustive)"): "pass",
         ("explore", "quirk equal_timestamp_stale_entry (exhaustive)"): "reproduced",
+        ("z3", "ideal (k-induction)"): "pass",
+        ("z3", "quirk equal_timestamp_stale_entry (BMC)"): "reproduced",
     }
 
 

@@ -27,6 +27,7 @@ def test_stale_entry_quirk_found_at_minimal_depth() -> None:
         quirks=("equal_timestamp_stale_entry",),
         seed=0,
         max_examples=1000,
+        target=("lru.evicts_least_recent",),
     )
     assert res.violation is not None and res.trace is not None
     assert res.violation["invariant"] == "lru.evicts_least_recent"
