@@ -1,0 +1,347 @@
+"""Differential conformance of the router's radix tree: the model against the real one.
+
+An *adapter* wraps one implementation behind three calls — ``reset()``, ``apply(op)``
+(returns the error id it raised, or ``None``) and ``observe(probes)`` (the tree content
+per worker and the ``find_matches`` scores for each probe sequence). The model
+(:class:`ModelRadixTree`) and the real ``RadixTree`` of ``ai-dynamo-runtime==1.6.1``
+(:class:`RealRadixTree`) implement it; :func:`differential` drives two adapters with the
+same operations and reports the first divergence; :func:`run` generates adversarial
+workloads with Hypothesis (unknown parents, unknown removes, duplicates, conflicting
+local hashes, several workers and dp ranks, Cleared, self-parents), shrinks a failing
+one and then drops every operation not needed for the divergence.
+
+Operations are JSON objects:
+``{"op": "apply_event", "worker_id": w, "event": <KvCacheEvent JSON>}``,
+``{"op": "find_matches", "local_hashes": [...], "early_exit": b}``,
+``{"op": "clear_all_blocks", "worker_id": w}``, ``{"op": "remove_worker", "worker_id": w}``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.model.events import event_from_json
+from kvmodel.model.router import Revision, make_tree
+
+Content = dict[str, list[list[Any]]]
+
+
+class RadixAdapter(Protocol):
+    name: str
+
+    def reset(self) -> None: ...
+    def apply(self, op: dict[str, Any]) -> str | None: ...
+    def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]: ...
+
+
+def _wkey(w: tuple[int, int]) -> str:
+    return f"{w[0]}:{w[1]}"
+
+
+class ModelRadixTree:
+    """The model (:class:`kvmodel.model.router.RadixTree`) as an adapter."""
+
+    def __init__(self, revision: Revision = "1.6.1") -> None:
+        self.name = f"kvmodel RadixTree ({revision})"
+        self.revision = revision
+        self.tree = make_tree(revision)
+        self.last_scores: dict[str, int] | None = None
+
+    def reset(self) -> None:
+        self.tree = make_tree(self.revision)
+
+    def apply(self, op: dict[str, Any]) -> str | None:
+        kind = op["op"]
+        try:
+            if kind == "apply_event":
+                self.tree.apply_event(op["worker_id"], event_from_json(op["event"]))
+            elif kind == "find_matches":
+                s = self.tree.find_matches(list(op["local_hashes"]), bool(op.get("early_exit", False)))
+                self.last_scores = {_wkey(w): n for w, n in sorted(s.items())}
+            elif kind == "clear_all_blocks":
+                self.tree.clear_all_blocks(op["worker_id"])
+            elif kind == "remove_worker":
+                self.tree.remove_worker(op["worker_id"])
+            else:
+                raise InvalidInput(f"unknown radix-tree operation {kind!r}")
+        except ModelError as e:
+            return str(e.id)
+        return None
+
+    def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]:
+        content = {_wkey(w): [list(t) for t in v] for w, v in self.tree.content().items()}
+        scores = []
+        for p in probes:
+            s = self.tree.find_matches(list(p))
+            scores.append({_wkey(w): n for w, n in sorted(s.items())})
+        return {"content": content, "scores": scores}
+
+
+_ERRORS = (
+    ("Failed to find parent block", "ParentBlockNotFound"),
+    ("Failed to find block", "BlockNotFound"),
+    ("Invalid block sequence", "InvalidBlockSequence"),
+)
+
+
+def real_available() -> str | None:
+    """``None`` when the real RadixTree can be used, else why not."""
+    try:
+        os.environ.setdefault("DYN_LOG", "error")
+        from dynamo._core import RadixTree as _Real  # noqa: F401
+    except ImportError as e:
+        return f"ai-dynamo-runtime is not installed ({e}); install kvmodel[real]"
+    return None
+
+
+class RealRadixTree:
+    """``dynamo._core.RadixTree`` of ``ai-dynamo-runtime==1.6.1`` as an adapter."""
+
+    def __init__(self) -> None:
+        os.environ.setdefault("DYN_LOG", "error")
+        from dynamo._core import RadixTree as Real
+
+        self._cls = Real
+        self.name = "dynamo._core.RadixTree (ai-dynamo-runtime)"
+        self.tree = Real()
+
+    def reset(self) -> None:
+        self.tree = self._cls()
+
+    def apply(self, op: dict[str, Any]) -> str | None:
+        kind = op["op"]
+        try:
+            if kind == "apply_event":
+                self.tree.apply_event(op["worker_id"], json.dumps(op["event"]).encode())
+            elif kind == "find_matches":
+                self.tree.find_matches(list(op["local_hashes"]), bool(op.get("early_exit", False)))
+            elif kind == "clear_all_blocks":
+                self.tree.clear_all_blocks(op["worker_id"])
+            elif kind == "remove_worker":
+                self.tree.remove_worker(op["worker_id"])
+            else:
+                raise InvalidInput(f"unknown radix-tree operation {kind!r}")
+        except RuntimeError as e:
+            msg = str(e)
+            for text, eid in _ERRORS:
+                if text in msg:
+                    return eid
+            return f"other: {msg}"
+        return None
+
+    def content(self) -> Content:
+        out: dict[str, set[tuple[Any, ...]]] = {}
+        for line in self.tree.dump_tree_as_events():
+            r = json.loads(line)
+            key = f"{r['worker_id']}:{r['event'].get('dp_rank', 0)}"
+            st = r["event"]["data"]["stored"]
+            parent = st["parent_hash"]
+            for b in st["blocks"]:
+                out.setdefault(key, set()).add((parent, b["block_hash"], b["tokens_hash"]))
+                parent = b["block_hash"]
+        return {
+            k: [list(t) for t in sorted(v, key=lambda t: (-1 if t[0] is None else t[0], t[1], t[2]))]
+            for k, v in sorted(out.items())
+        }
+
+    def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]:
+        scores = []
+        for p in probes:
+            s = self.tree.find_matches(list(p)).scores
+            scores.append({_wkey(w): int(n) for w, n in sorted(s.items())})
+        return {"content": self.content(), "scores": scores}
+
+
+# ----------------------------------------------------------------------------- differential runs
+
+
+@attrs.define
+class Divergence:
+    step: int
+    op: dict[str, Any]
+    what: str
+    left: Any
+    right: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "op": self.op, "what": self.what, "model": self.left, "real": self.right}
+
+
+def probes_for(tokens: Sequence[int], length: int) -> list[list[int]]:
+    """Every sequence of the local hashes ``tokens`` up to ``length`` (the scores compared)."""
+    out: list[list[int]] = []
+    for n in range(1, length + 1):
+        out += [list(p) for p in itertools.product(tokens, repeat=n)]
+    return out
+
+
+def differential(
+    left: RadixAdapter, right: RadixAdapter, ops: Sequence[dict[str, Any]], probes: Sequence[Sequence[int]]
+) -> Divergence | None:
+    """Run ``ops`` on both (from a reset); compare the error, the content and the scores
+    after every operation; return the first divergence."""
+    left.reset()
+    right.reset()
+    for i, op in enumerate(ops):
+        a, b = left.apply(op), right.apply(op)
+        if a != b:
+            return Divergence(i, op, "error", a, b)
+        oa, ob = left.observe(probes), right.observe(probes)
+        if oa["content"] != ob["content"]:
+            return Divergence(i, op, "content", oa["content"], ob["content"])
+        for p, sa, sb in zip(probes, oa["scores"], ob["scores"], strict=True):
+            if sa != sb:
+                return Divergence(i, op, f"find_matches({list(p)})", sa, sb)
+    return None
+
+
+def minimize(
+    left: RadixAdapter, right: RadixAdapter, ops: list[dict[str, Any]], probes: Sequence[Sequence[int]]
+) -> list[dict[str, Any]]:
+    """Drop every operation whose removal keeps a divergence (1-minimal)."""
+    cur = list(ops)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(cur)):
+            cand = cur[:i] + cur[i + 1 :]
+            if differential(left, right, cand, probes) is not None:
+                cur = cand
+                changed = True
+                break
+    return cur
+
+
+@attrs.define
+class ConformReport:
+    target: str
+    workloads: int = 0
+    events: int = 0
+    operations: int = 0
+    divergences: int = 0
+    seconds: float = 0.0
+    first: dict[str, Any] | None = None
+    counterexample: list[dict[str, Any]] | None = None
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "workloads": self.workloads,
+            "events": self.events,
+            "operations": self.operations,
+            "divergences": self.divergences,
+            "seconds": round(self.seconds, 3),
+            "events_per_second": round(self.events / self.seconds, 1) if self.seconds else None,
+            "seed": self.seed,
+            "first_divergence": self.first,
+            "counterexample": self.counterexample,
+        }
+
+
+def workload_strategy(max_ops: int = 14, max_blocks: int = 3) -> Any:
+    """Adversarial operation lists: few hashes (so they collide), unknown parents (999),
+    self-parents, unknown removes, several workers and dp ranks, Cleared, worker removal."""
+    from hypothesis import strategies as st
+
+    block = st.integers(100, 104)
+    tokens = st.integers(1, 3)
+    stored_block = st.builds(
+        lambda b, t, tied: {"block_hash": b, "tokens_hash": b - 99 if tied else t}, block, tokens, st.booleans()
+    )
+    parent = st.one_of(st.none(), block, st.just(999))
+    stored = st.builds(
+        lambda p, bs: {"stored": {"parent_hash": p, "blocks": bs}}, parent, st.lists(stored_block, max_size=max_blocks)
+    )
+    removed = st.builds(
+        lambda hs: {"removed": {"block_hashes": hs}}, st.lists(st.one_of(block, st.just(999)), max_size=3)
+    )
+    data = st.integers(0, 9).flatmap(lambda k: stored if k < 5 else removed if k < 9 else st.just("cleared"))
+    event = st.builds(
+        lambda w, dp, eid, d: {
+            "op": "apply_event",
+            "worker_id": w,
+            "event": {"event_id": eid, "data": d, "dp_rank": dp},
+        },
+        st.integers(0, 2),
+        st.integers(0, 1),
+        st.integers(0, 5),
+        data,
+    )
+    other = st.one_of(
+        st.builds(
+            lambda hs, e: {"op": "find_matches", "local_hashes": hs, "early_exit": e},
+            st.lists(tokens, max_size=4),
+            st.booleans(),
+        ),
+        st.builds(lambda w: {"op": "clear_all_blocks", "worker_id": w}, st.integers(0, 2)),
+        st.builds(lambda w: {"op": "remove_worker", "worker_id": w}, st.integers(0, 2)),
+    )
+    return st.lists(
+        st.integers(0, 9).flatmap(lambda k: event if k < 8 else other), min_size=max(1, max_ops // 4), max_size=max_ops
+    )
+
+
+PROBES = probes_for([1, 2, 3], 3)
+
+
+def run(
+    left: RadixAdapter,
+    right: RadixAdapter,
+    *,
+    workloads: int,
+    seed: int = 0,
+    probes: Sequence[Sequence[int]] = PROBES,
+    target: str = "dynamo-radix-tree",
+    max_ops: int = 14,
+    max_blocks: int = 3,
+) -> ConformReport:
+    """Generate ``workloads`` workloads (seeded), run each on both adapters; on the first
+    divergence shrink it (Hypothesis, then 1-minimal deletion) and report it."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis.errors import Flaky
+
+    rep = ConformReport(target, seed=seed)
+    failing: list[list[dict[str, Any]]] = []
+    t0 = time.perf_counter()
+
+    @settings(
+        max_examples=workloads,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate, Phase.shrink],
+    )
+    @given(workload_strategy(max_ops, max_blocks))
+    def check(ops: list[dict[str, Any]]) -> None:
+        d = differential(left, right, ops, probes)
+        if not failing:
+            rep.workloads += 1
+            rep.operations += len(ops)
+            rep.events += sum(1 for o in ops if o["op"] == "apply_event")
+        if d is not None:
+            failing.append(ops)
+            raise AssertionError(json.dumps(d.to_json()))
+
+    check._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
+    try:
+        check()
+    except (AssertionError, Flaky):
+        pass
+    if failing:
+        ops = minimize(left, right, min(failing, key=len), probes)
+        d = differential(left, right, ops, probes)
+        rep.divergences = 1
+        rep.first = d.to_json() if d else None
+        rep.counterexample = ops
+    rep.seconds = time.perf_counter() - t0
+    return rep
