@@ -534,6 +534,53 @@ def cmd_bmc(args: argparse.Namespace) -> int:
     return 1 if violated else 0
 
 
+# ----------------------------------------------------------------------------- conform
+
+CONFORM_TARGETS = ("dynamo-radix-tree",)
+
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    """Differential conformance: the model against a real implementation."""
+    from kvmodel.conformance import radix
+
+    if args.target not in CONFORM_TARGETS:
+        raise UsageError(f"unknown target {args.target!r} (known: {', '.join(CONFORM_TARGETS)})")
+    if args.workloads < 1:
+        raise UsageError("--workloads must be at least 1")
+    why = radix.real_available()
+    if why is not None:
+        print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
+        return 2
+    rep = radix.run(
+        radix.ModelRadixTree(args.revision),
+        radix.RealRadixTree(),
+        workloads=args.workloads,
+        seed=args.seed,
+        max_ops=args.max_ops,
+    )
+    out = rep.to_json()
+    out["model_revision"] = args.revision
+    if out["counterexample"] and args.out:
+        path = Path(args.out) / f"conform-{args.target}-seed{args.seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"target": args.target, "operations": out["counterexample"]}, indent=2) + "\n")
+        out["counterexample_path"] = str(path)
+    if args.json:
+        _emit_json(out)
+    else:
+        print(
+            f"{args.target}: {out['workloads']} workloads, {out['events']} events ({out['operations']} operations), "
+            f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['events_per_second']} events/s, both sides)"
+        )
+        d = out["first_divergence"]
+        if d:
+            print(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['real']}")
+            print("minimal operations:")
+            for op in out["counterexample"]:
+                print(f"  {json.dumps(op, sort_keys=True)}")
+    return 1 if out["divergences"] else 0
+
+
 # ----------------------------------------------------------------------------- vectors
 
 
@@ -694,6 +741,16 @@ def build_parser() -> argparse.ArgumentParser:
                 "--no-induction", action="store_true", help="pure BMC: do not discharge invariants by 1-induction first"
             )
             z.set_defaults(func=cmd_bmc)
+
+    cf = sub.add_parser("conform", help="differential conformance of the model against a real implementation")
+    cf.add_argument("--target", default="dynamo-radix-tree", help=f"one of {', '.join(CONFORM_TARGETS)}")
+    cf.add_argument("--workloads", type=int, default=200, help="generated workloads (default 200)")
+    cf.add_argument("--seed", type=int, default=0)
+    cf.add_argument("--max-ops", type=int, default=24, help="operations per workload at most (default 24)")
+    cf.add_argument("--revision", choices=["1.6.1", "4276866"], default="1.6.1", help="model revision (default 1.6.1)")
+    cf.add_argument("--out", default="kvmodel-traces", help="where a divergent workload is written")
+    cf.add_argument("--json", action="store_true")
+    cf.set_defaults(func=cmd_conform)
 
     v = sub.add_parser("vectors", help="run test vectors (dynamo-kv-test-vectors/1 format)")
     v.add_argument("file")

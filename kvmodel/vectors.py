@@ -525,7 +525,83 @@ def run_token_block_sequence(v: dict[str, Any]) -> None:
         _at(i, op, functools.partial(_check_step, step, ns, matcher, error))
 
 
+def _radix_event(args: dict[str, Any]) -> Any:
+    from kvmodel.model.events import event_from_json
+
+    data: Any
+    if "Stored" in args:
+        data = {"stored": args["Stored"]}
+    elif "Removed" in args:
+        data = {"removed": args["Removed"]}
+    elif "Cleared" in args or args.get("data") == "cleared":
+        data = "cleared"
+    else:
+        raise Uninterpretable(f"no Stored/Removed/Cleared in {args}")
+    return event_from_json({"event_id": args.get("event_id", 0), "data": data, "dp_rank": args.get("dp_rank", 0)})
+
+
+def _radix_inspect(tree: Any, key: str) -> Any:
+    """The internal counts the radix-tree vectors assert, on the per-block tree."""
+    import re
+
+    nodes, lookup = tree.nodes, tree.lookup
+    if key == "lookup_len":
+        return len(lookup)
+    if key == "lookup_size":
+        return {str(w): len(t) for (w, _), t in lookup.items()}
+    if key in ("root.workers", "root.children"):
+        root = nodes[0]
+        return len(root.workers) if key.endswith("workers") else len(root.children)
+    m = re.fullmatch(r"node\((\d+)\)\.(workers|children)", key)
+    if m:
+        n = nodes[nodes[0].children[int(m.group(1))]]
+        return len(n.workers) if m.group(2) == "workers" else len(n.children)
+    m = re.fullmatch(r"lookup\[(\d+)\]\[(\d+)\]\.workers", key)
+    if m:
+        node = lookup[(int(m.group(1)), 0)][int(m.group(2))]
+        return sorted(w for w, _ in nodes[node].workers)
+    m = re.fullmatch(r"lookup_contains_worker_(\d+)", key)
+    if m:
+        return any(w == int(m.group(1)) for w, _ in lookup)
+    raise Uninterpretable(f"unknown inspect key {key!r}")
+
+
+def run_radix_tree(v: dict[str, Any]) -> None:
+    """``kv_router_radix_tree`` vectors: the per-block tree of the revision they come from."""
+    from kvmodel.model.router import RadixTree
+
+    tree = RadixTree("4276866")
+    for i, step in enumerate(v["steps"]):
+        op, args, expect = step.get("op"), step.get("args") or {}, step.get("expect") or {}
+        got: dict[str, Any] = {}
+        if op == "apply_event":
+            try:
+                tree.apply_event(args["worker_id"], _radix_event(args))
+                got["returns"] = "Ok"
+            except ModelError as e:
+                got["returns"] = f"Err({e.id})"
+        elif op == "find_matches":
+            scores = tree.find_matches(list(args["local_hashes"]), bool(args.get("early_exit", False)))
+            got["scores"] = {str(w): n for (w, _), n in sorted(scores.items())}
+            got["score_keys"] = sorted(w for w, _ in scores)
+        elif op == "remove_worker":
+            tree.remove_worker(args["worker_id"])
+        elif op == "clear_all_blocks":
+            tree.clear_all_blocks(args["worker_id"])
+        elif op != "inspect":
+            raise Uninterpretable(f"step {i}: unknown radix-tree op {op!r}")
+        for key, want in expect.items():
+            have = got[key] if key in got else _radix_inspect(tree, key)
+            if isinstance(want, int) and isinstance(have, list):
+                have = len(have)
+            if key == "lookup_size" and isinstance(want, dict):  # only the workers listed are asserted
+                have = {k: have.get(k) for k in want}
+            if have != want:
+                raise Mismatch(f"step {i} ({op}): {key}: expected {_j(want)}, model {_j(have)}")
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "kv_router_radix_tree": run_radix_tree,
     "lru_evictor_wallclock": run_lru,
     "lru_evictor_counter": run_lru,
     "old_kv_manager": run_old_kv_manager,

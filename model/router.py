@@ -246,13 +246,17 @@ class Edge:
     cut: dict[Worker, int] = attrs.field(factory=dict)
     children: dict[int, int] = attrs.field(factory=dict)  # first tokens_hash of the child's edge -> node
     internal: bool = False  # once it has had children, a node is never extended as a leaf
+    # block hash -> position, maintained as the real code maintains it: built with the last
+    # occurrence winning, extended on append, and on a split every hash of the suffix is
+    # taken out of the prefix's index (even one that also occurs in the prefix).
+    pos: dict[int, int] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.pos:
+            self.pos = {h: i for i, (_, h) in enumerate(self.edge)}
 
     def index(self, block_hash: int) -> int | None:
-        pos = None
-        for i, (_, h) in enumerate(self.edge):
-            if h == block_hash:
-                pos = i
-        return pos
+        return self.pos.get(block_hash)
 
     def covers(self, w: Worker, pos: int) -> bool:
         return w in self.full or self.cut.get(w, 0) > pos
@@ -291,7 +295,9 @@ class CompressedRadixTree:
 
     def clone(self) -> CompressedRadixTree:
         c = CompressedRadixTree()
-        c.nodes = [Edge(list(n.edge), set(n.full), dict(n.cut), dict(n.children), n.internal) for n in self.nodes]
+        c.nodes = [
+            Edge(list(n.edge), set(n.full), dict(n.cut), dict(n.children), n.internal, dict(n.pos)) for n in self.nodes
+        ]
         c.lookup = {w: dict(t) for w, t in self.lookup.items()}
         return c
 
@@ -398,13 +404,17 @@ class CompressedRadixTree:
             n.full.discard(other)
             n.cut[other] = old
         n.promote(w)
-        n.edge.extend((b.tokens_hash, b.block_hash) for b in blocks)
+        for b in blocks:
+            n.pos[b.block_hash] = len(n.edge)
+            n.edge.append((b.tokens_hash, b.block_hash))
 
     def _split(self, node: int, pos: int) -> None:
         """Cut the edge at ``pos``: the suffix becomes the only child of the prefix."""
         n = self.nodes[node]
         suffix_edge = n.edge[pos:]
         n.edge = n.edge[:pos]
+        for _, h in suffix_edge:
+            n.pos.pop(h, None)
         suffix = Edge(suffix_edge, set(n.full), {}, n.children, n.internal)
         for w, k in list(n.cut.items()):
             if k < pos:
@@ -461,7 +471,10 @@ class CompressedRadixTree:
             if low >= n.cutoff(w):
                 stale = [low_hash]
             else:
-                stale = [bh for _, bh in n.edge[low:]]
+                # The blocks the worker covered from the removed one on leave its lookup.
+                # (Only those it covered: on the 1.6.1 binary a hash of the edge's uncovered
+                # tail that the worker re-stored elsewhere stays in its lookup.)
+                stale = [bh for _, bh in n.edge[low : n.cutoff(w)]]
                 if low == 0:
                     n.drop(w)
                 else:

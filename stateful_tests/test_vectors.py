@@ -16,7 +16,14 @@ import pytest
 
 from kvmodel import cli, vectors
 
-MINE = ["lru_evictor_wallclock", "lru_evictor_counter", "old_kv_manager", "old_active_sequence", "token_block_sequence"]
+MINE = [
+    "lru_evictor_wallclock",
+    "lru_evictor_counter",
+    "old_kv_manager",
+    "old_active_sequence",
+    "token_block_sequence",
+    "kv_router_radix_tree",
+]
 
 
 def test_modelled_components_pass(vectors_path: Path) -> None:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import attrs
 
 from kvmodel.model.errors import InvalidInput, ModelError
-from kvmodel.model.events import event_from_json
+from kvmodel.model.events import Removed, Stored, event_from_json
 from kvmodel.model.router import Revision, make_tree
 
 Content = dict[str, list[list[Any]]]
@@ -247,15 +247,18 @@ class ConformReport:
         }
 
 
-def workload_strategy(max_ops: int = 14, max_blocks: int = 3) -> Any:
+def workload_strategy(max_ops: int = 24, max_blocks: int = 3) -> Any:
     """Adversarial operation lists: few hashes (so they collide), unknown parents (999),
     self-parents, unknown removes, several workers and dp ranks, Cleared, worker removal."""
     from hypothesis import strategies as st
 
-    block = st.integers(100, 104)
-    tokens = st.integers(1, 3)
+    block = st.integers(100, 106)
+    tokens = st.integers(1, 4)
     stored_block = st.builds(
-        lambda b, t, tied: {"block_hash": b, "tokens_hash": b - 99 if tied else t}, block, tokens, st.booleans()
+        lambda b, t, tied: {"block_hash": b, "tokens_hash": b - 99 if tied else t},
+        block,
+        tokens,
+        st.integers(0, 3).map(lambda k: k > 0),  # mostly one local hash per block hash, as in real streams
     )
     parent = st.one_of(st.none(), block, st.just(999))
     stored = st.builds(
@@ -301,7 +304,7 @@ def run(
     seed: int = 0,
     probes: Sequence[Sequence[int]] = PROBES,
     target: str = "dynamo-radix-tree",
-    max_ops: int = 14,
+    max_ops: int = 24,
     max_blocks: int = 3,
 ) -> ConformReport:
     """Generate ``workloads`` workloads (seeded), run each on both adapters; on the first
@@ -345,3 +348,105 @@ def run(
         rep.counterexample = ops
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+@attrs.define
+class EndToEnd:
+    """A KV manager run turned into router events and fed to the real tree and the model."""
+
+    steps: int = 0
+    events: int = 0
+    router_errors: dict[str, int] = attrs.field(factory=dict)
+    model_vs_real: Divergence | None = None
+    view_mismatch_steps: int = 0
+    orphaned: int = 0  # view hashes the real tree lost because an ancestor was Removed
+    unexplained: list[dict[str, Any]] = attrs.field(factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "steps": self.steps,
+            "events": self.events,
+            "router_errors": dict(sorted(self.router_errors.items())),
+            "model_vs_real": self.model_vs_real.to_json() if self.model_vs_real else None,
+            "view_mismatch_steps": self.view_mismatch_steps,
+            "orphaned_by_ancestor_removal": self.orphaned,
+            "unexplained": self.unexplained[:5],
+        }
+
+
+def kv_manager_to_router(
+    quirks: Sequence[str],
+    *,
+    seed: int,
+    steps: int,
+    config: dict[str, Any] | None = None,
+    real: RadixAdapter | None = None,
+) -> EndToEnd:
+    """Random KV manager run (the explorer's move set, seeded); each step's Store/Remove
+    responses become ``stored``/``removed`` events of worker 0 (local hash = block hash),
+    applied to the real tree and to the model tree. The two trees must agree on every
+    event (error and content): a disagreement is recorded in ``model_vs_real``. The real
+    tree's content is also compared with the KV model's router view (Stored minus
+    Removed); each difference is classified: a hash the tree lost because one of its
+    ancestors was Removed while it was still resident is ``orphaned``; anything else is
+    ``unexplained``."""
+    import random
+
+    from kvmodel.explorer import KvSpace
+    from kvmodel.model.events import from_responses
+    from kvmodel.systems import KvManagerSystem
+
+    rng = random.Random(seed)
+    moves = KvSpace(6, 1, 2, 2).actions()
+    sys_ = KvManagerSystem(config or {"max_capacity": 4}, list(quirks))
+    real = real or RealRadixTree()
+    model = ModelRadixTree()
+    real.reset()
+    model.reset()
+    res = EndToEnd()
+    children: dict[int | None, set[int]] = {}  # Store lineage: parent hash -> child hashes
+    lost: set[int] = set()  # resident hashes whose ancestor the router saw Removed
+    eid = 0
+    for i in range(steps):
+        out = sys_.step("process", moves[rng.randrange(len(moves))].to_json())
+        res.steps += 1
+        for ev in from_responses(out.events, lambda h: h + 1, first_event_id=eid):
+            eid += 1
+            res.events += 1
+            op = {"op": "apply_event", "worker_id": 0, "event": ev.to_json()}
+            a, b = model.apply(op), real.apply(op)
+            if b is not None:
+                res.router_errors[b] = res.router_errors.get(b, 0) + 1
+            ca, cb = model.observe([]), real.observe([])
+            if res.model_vs_real is None and (a != b or ca["content"] != cb["content"]):
+                res.model_vs_real = Divergence(i, op, "error" if a != b else "content", [a, ca], [b, cb])
+            data = ev.data
+            if isinstance(data, Stored):
+                prev = data.parent_hash
+                for blk in data.blocks:
+                    children.setdefault(prev, set()).add(blk.block_hash)
+                    lost.discard(blk.block_hash)
+                    prev = blk.block_hash
+            elif isinstance(data, Removed):
+                # Every descendant still resident is cut off from the root in the router.
+                todo = [c for h in data.block_hashes for c in children.get(h, ())]
+                while todo:
+                    c = todo.pop()
+                    if c in sys_.monitor.view and c not in lost:
+                        lost.add(c)
+                        todo.extend(children.get(c, ()))
+        view = set(sys_.monitor.view)
+        held = {t[1] for t in real.observe([])["content"].get("0:0", [])}
+        if view != held:
+            res.view_mismatch_steps += 1
+            for h in view - held:
+                if h in lost:
+                    res.orphaned += 1
+                else:
+                    res.unexplained.append({"step": i, "hash": h, "kind": "in view, not in the real tree"})
+            for h in held - view:
+                res.unexplained.append({"step": i, "hash": h, "kind": "in the real tree, not in view"})
+    return res
