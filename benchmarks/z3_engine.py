@@ -202,7 +202,7 @@ def main() -> None:
     out["induction"] = [
         induction_table("kv_manager", {}),
         induction_table("kv_manager", {"max_batch": 3}),
-        induction_table("kv_manager", {"max_capacity": 8, "n_full": 10, "partials": 2}),
+        induction_table("kv_manager", {"max_capacity": 6, "n_full": 8, "partials": 1}),
         induction_table("lru_evictor_wallclock", {}),
         induction_table("lru_evictor_counter", {}),
     ]

@@ -15,13 +15,22 @@ from typing import Any
 
 from kvmodel import __version__
 
-ENGINES = ("hypothesis", "explore", "z3")
+ENGINES = ("hypothesis", "explore", "z3", "conform")
 # The bounded configuration `kvmodel check` explores exhaustively (seconds on 2 cores).
 CHECK_EXPLORE = {
     "config": {"max_capacity": 2},
     "space": {"n_full": 3, "partials": 1, "max_batch": 2, "max_refcount": 2},
 }
-CHECK_COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter")
+CHECK_COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter", "kv_router_radix_tree")
+# Which engines check which component: the state machines run on the three model-checking
+# engines; the radix tree is checked against the real one (differential conformance).
+ENGINE_COMPONENTS = {
+    "hypothesis": CHECK_COMPONENTS[:3],
+    "explore": CHECK_COMPONENTS[:3],
+    "z3": CHECK_COMPONENTS[:3],
+    "conform": ("kv_router_radix_tree",),
+}
+CHECK_CONFORM_WORKLOADS = 200
 PROFILES = {"ci": {"max_examples": 200, "steps": 30}, "deep": {"max_examples": 3000, "steps": 60}}
 
 
@@ -71,19 +80,28 @@ def cmd_check(args: argparse.Namespace) -> int:
         return str(p)
 
     for engine in engines:
+        mine = [c for c in comps if c in ENGINE_COMPONENTS[engine]]
+        if not mine:
+            continue
+        if engine == "conform":
+            row = _check_conform(args.seed, out_dir)
+            failed |= row["verdict"] not in ("pass", "reproduced")
+            results.append(row)
+            _log(args, _line(row))
+            continue
         if engine == "z3":
-            for row in _check_z3(comps, mode, out_dir):
+            for row in _check_z3(mine, mode, out_dir):
                 failed |= row["verdict"] not in ("pass", "reproduced")
                 results.append(row)
                 _log(args, _line(row))
             continue
         if engine == "explore":
-            for row in _check_explore(comps, mode, out_dir):
+            for row in _check_explore(mine, mode, out_dir):
                 failed |= row["verdict"] not in ("pass", "reproduced")
                 results.append(row)
                 _log(args, _line(row))
             continue
-        for comp in comps:
+        for comp in mine:
             whole: list[tuple[str, frozenset[str], str]] = []
             if mode in ("ideal", "both"):
                 whole.append(("ideal", frozenset(), "FAIL"))
@@ -227,6 +245,42 @@ def _z3_small(comp: str) -> dict[str, Any]:
             "max_batch": sp["max_batch"],
         }
     return {"objects": 2, "max_queue": 4, "cleanup_threshold": 1} if comp == "lru_evictor_wallclock" else {}
+
+
+def _check_conform(seed: int, out_dir: Path) -> dict[str, Any]:
+    """The radix-tree model against the real RadixTree (needs the `real` extra)."""
+    from kvmodel.conformance import radix
+
+    row: dict[str, Any] = {
+        "engine": "conform",
+        "component": "kv_router_radix_tree",
+        "check": "vs real RadixTree (ai-dynamo-runtime)",
+        "steps": 0,
+        "seconds": 0.0,
+        "violation": None,
+        "trace": None,
+        "error": None,
+    }
+    why = radix.real_available()
+    if why is not None:
+        row.update(verdict="FAIL", error=why)
+        return row
+    rep = radix.run(radix.ModelRadixTree(), radix.RealRadixTree(), workloads=CHECK_CONFORM_WORKLOADS, seed=seed)
+    j = rep.to_json()
+    row.update(steps=j["events"], seconds=j["seconds"], conformance=j)
+    if j["divergences"]:
+        path = out_dir / f"conform-dynamo-radix-tree-seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"operations": j["counterexample"]}, indent=2) + "\n")
+        d = j["first_divergence"]
+        row.update(
+            verdict="DIVERGENCE",
+            trace=str(path),
+            violation={"invariant": f"conformance ({d['what']})", "step": d["step"], "message": "model != real"},
+        )
+    else:
+        row["verdict"] = "pass"
+    return row
 
 
 def _check_z3(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]]:

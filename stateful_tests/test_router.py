@@ -6,15 +6,22 @@ import json
 from typing import Any
 
 import pytest
-from .conftest import require
 
 from kvmodel import cli
 from kvmodel.conformance import radix
+from kvmodel.model.blocks import Remove, Store
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import KvCacheEvent, Stored, StoredBlock, event_from_json, from_responses
-from kvmodel.model.blocks import Remove, Store
 from kvmodel.model.quirks import faithful
-from kvmodel.model.router import BlockNotFound, CompressedRadixTree, InvalidBlockSequence, ParentBlockNotFound, make_tree
+from kvmodel.model.router import (
+    BlockNotFound,
+    CompressedRadixTree,
+    InvalidBlockSequence,
+    ParentBlockNotFound,
+    make_tree,
+)
+
+from .conftest import require
 
 
 def stored(parent: int | None, blocks: list[tuple[int, int]], w: int = 0, dp: int = 0) -> dict[str, Any]:
@@ -52,7 +59,11 @@ def test_codec_round_trip_and_rejections() -> None:
 def test_kv_manager_responses_become_events_in_order() -> None:
     evs = from_responses([Remove((3,)), Store((1, 2), None), Store((4,), 2)], lambda h: h + 10, first_event_id=5)
     assert [e.event_id for e in evs] == [5, 6, 7]
-    assert evs[1].to_json()["data"]["stored"]["blocks"][1] == {"block_hash": 2, "tokens_hash": 12, "mm_extra_info": None}
+    assert evs[1].to_json()["data"]["stored"]["blocks"][1] == {
+        "block_hash": 2,
+        "tokens_hash": 12,
+        "mm_extra_info": None,
+    }
     assert evs[2].to_json()["data"]["stored"]["parent_hash"] == 2
 
 
@@ -90,8 +101,12 @@ def test_removing_a_block_drops_the_workers_descendants() -> None:
 
 def test_shared_ancestor_removed_by_one_worker_leaves_stale_descendants() -> None:
     errs, m = _run(
-        [stored(None, [(100, 1), (101, 2)], w=1), stored(100, [(110, 5)], w=1), stored(None, [(100, 1)], w=2)]
-        + [removed([100], w=1)]
+        [
+            stored(None, [(100, 1), (101, 2)], w=1),
+            stored(100, [(110, 5)], w=1),
+            stored(None, [(100, 1)], w=2),
+            removed([100], w=1),
+        ]
     )
     assert errs == [None] * 4
     obs = m.observe([[1, 2]])

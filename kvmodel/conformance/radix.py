@@ -155,7 +155,8 @@ class RealRadixTree:
     def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]:
         scores = []
         for p in probes:
-            s = self.tree.find_matches(list(p)).scores
+            # keyed by (worker_id, dp_rank) tuples at run time, whatever the .pyi says
+            s: dict[Any, Any] = dict(self.tree.find_matches(list(p)).scores)
             scores.append({_wkey(w): int(n) for w, n in sorted(s.items())})
         return {"content": self.content(), "scores": scores}
 
@@ -335,7 +336,7 @@ def run(
             failing.append(ops)
             raise AssertionError(json.dumps(d.to_json()))
 
-    check._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
+    check._hypothesis_internal_use_seed = seed
     try:
         check()
     except (AssertionError, Flaky):
