@@ -363,7 +363,8 @@ class EndToEnd:
     router_errors: dict[str, int] = attrs.field(factory=dict)
     model_vs_real: Divergence | None = None
     view_mismatch_steps: int = 0
-    orphaned: int = 0  # view hashes the real tree lost because an ancestor was Removed
+    orphaned: int = 0  # view hashes the real tree lost: an ancestor was Removed, or it rejected their Stored
+    duplicated: int = 0  # hashes the real tree still holds after their Removed: they had been Stored twice
     unexplained: list[dict[str, Any]] = attrs.field(factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -374,6 +375,7 @@ class EndToEnd:
             "model_vs_real": self.model_vs_real.to_json() if self.model_vs_real else None,
             "view_mismatch_steps": self.view_mismatch_steps,
             "orphaned_by_ancestor_removal": self.orphaned,
+            "kept_after_duplicate_store": self.duplicated,
             "unexplained": self.unexplained[:5],
         }
 
@@ -392,8 +394,10 @@ def kv_manager_to_router(
     event (error and content): a disagreement is recorded in ``model_vs_real``. The real
     tree's content is also compared with the KV model's router view (Stored minus
     Removed); each difference is classified: a hash the tree lost because one of its
-    ancestors was Removed while it was still resident is ``orphaned``; anything else is
-    ``unexplained``."""
+    ancestors was Removed while it was still resident, or because the router rejected the
+    Stored that named it or accepted it under a lost parent (invisibly), is ``orphaned``;
+    a hash the tree still holds after its Removed because it had been Stored twice (the
+    second Store made a second node) is ``duplicated``; anything else is ``unexplained``."""
     import random
 
     from kvmodel.explorer import KvSpace
@@ -410,6 +414,8 @@ def kv_manager_to_router(
     res = EndToEnd()
     children: dict[int | None, set[int]] = {}  # Store lineage: parent hash -> child hashes
     lost: set[int] = set()  # resident hashes whose ancestor the router saw Removed
+    announced: set[int] = set()  # Stored and not Removed since, by the events themselves
+    doubled: set[int] = set()  # hashes Stored while already announced
     eid = 0
     for i in range(steps):
         out = sys_.step("process", moves[rng.randrange(len(moves))].to_json())
@@ -425,13 +431,24 @@ def kv_manager_to_router(
             if res.model_vs_real is None and (a != b or ca["content"] != cb["content"]):
                 res.model_vs_real = Divergence(i, op, "error" if a != b else "content", [a, ca], [b, cb])
             data = ev.data
-            if isinstance(data, Stored):
+            if isinstance(data, Stored) and b is not None:
+                lost.update(blk.block_hash for blk in data.blocks)  # the router rejected the whole Stored
+            elif isinstance(data, Stored):
+                # Accepted under a parent the router lost: accepted, but as invisible.
+                under_lost = data.parent_hash is not None and data.parent_hash in lost
                 prev = data.parent_hash
                 for blk in data.blocks:
+                    if blk.block_hash in announced:  # Stored again before its Removed: a second node
+                        doubled.add(blk.block_hash)
+                    announced.add(blk.block_hash)
                     children.setdefault(prev, set()).add(blk.block_hash)
-                    lost.discard(blk.block_hash)
+                    if under_lost:
+                        lost.add(blk.block_hash)
+                    else:
+                        lost.discard(blk.block_hash)
                     prev = blk.block_hash
             elif isinstance(data, Removed):
+                announced.difference_update(data.block_hashes)
                 # Every descendant still resident is cut off from the root in the router.
                 todo = [c for h in data.block_hashes for c in children.get(h, ())]
                 while todo:
@@ -449,5 +466,8 @@ def kv_manager_to_router(
                 else:
                     res.unexplained.append({"step": i, "hash": h, "kind": "in view, not in the real tree"})
             for h in held - view:
-                res.unexplained.append({"step": i, "hash": h, "kind": "in the real tree, not in view"})
+                if h in doubled:
+                    res.duplicated += 1
+                else:
+                    res.unexplained.append({"step": i, "hash": h, "kind": "in the real tree, not in view"})
     return res
