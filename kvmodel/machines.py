@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from kvmodel import traces
+from kvmodel import determinism, traces
 from kvmodel.model import errors as E
 from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
 from kvmodel.systems import KvManagerSystem, LruSystem, Outcome, System, make_system
@@ -378,6 +378,7 @@ def run(
     target: Iterable[str] | None = None,
 ) -> HypothesisResult:
     """Run one machine; on a violation, return the shrunk counterexample as a trace."""
+    determinism.pin()
     quirk_list = sorted(quirks)
     machine = machine_for(component, config, quirk_list, target)
     setattr(machine, "_hypothesis_internal_use_seed", seed)  # noqa: B010 - read by Hypothesis

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from kvmodel import determinism
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.events import Removed, Stored, event_from_json
 from kvmodel.model.router import Revision, make_tree
@@ -313,6 +314,7 @@ def run(
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis.errors import Flaky
 
+    determinism.pin()
     rep = ConformReport(target, seed=seed)
     failing: list[list[dict[str, Any]]] = []
     t0 = time.perf_counter()
