@@ -72,7 +72,26 @@ class Node:
     workers: set[Worker] = attrs.field(factory=set)
 
 
-class RadixTree:
+class _WorkerOps:
+    """What both trees do the same way: clearing or removing every dp_rank of a worker."""
+
+    lookup: dict[Worker, dict[int, int]]
+
+    def _clear(self, w: Worker, keep_entry: bool) -> None:
+        raise NotImplementedError
+
+    def clear_all_blocks(self, worker_id: int) -> None:
+        """Every dp_rank of ``worker_id`` loses its blocks; the lookup entries stay (empty)."""
+        for w in sorted(k for k in self.lookup if k[0] == worker_id):
+            self._clear(w, keep_entry=True)
+
+    def remove_worker(self, worker_id: int) -> None:
+        """Every dp_rank of ``worker_id`` loses its blocks and its lookup entry."""
+        for w in sorted(k for k in self.lookup if k[0] == worker_id):
+            self._clear(w, keep_entry=False)
+
+
+class RadixTree(_WorkerOps):
     """``RadixTree`` with one node per block: ``apply_event``, ``find_matches``,
     ``remove_worker``, ``clear_all_blocks`` (revision ``"4276866"``; ``"1.6.1"`` here is the
     per-block approximation, kept for comparison — use :func:`make_tree`)."""
@@ -161,16 +180,6 @@ class RadixTree:
             self.lookup[w] = {}
         else:
             self.lookup.pop(w, None)
-
-    def clear_all_blocks(self, worker_id: int) -> None:
-        """Every dp_rank of ``worker_id`` loses its blocks; the lookup entries stay (empty)."""
-        for w in sorted(k for k in self.lookup if k[0] == worker_id):
-            self._clear(w, keep_entry=True)
-
-    def remove_worker(self, worker_id: int) -> None:
-        """Every dp_rank of ``worker_id`` loses its blocks and its lookup entry."""
-        for w in sorted(k for k in self.lookup if k[0] == worker_id):
-            self._clear(w, keep_entry=False)
 
     # ------------------------------------------------------------------ queries
 
@@ -284,7 +293,7 @@ class Edge:
         self.cut.pop(w, None)
 
 
-class CompressedRadixTree:
+class CompressedRadixTree(_WorkerOps):
     """The compressed ``RadixTree`` of ``ai-dynamo-runtime==1.6.1`` (see the module docstring)."""
 
     revision: Revision = "1.6.1"
@@ -498,14 +507,6 @@ class CompressedRadixTree:
                     n.children.clear()
         if keep_entry:
             self.lookup[w] = {}
-
-    def clear_all_blocks(self, worker_id: int) -> None:
-        for w in sorted(k for k in self.lookup if k[0] == worker_id):
-            self._clear(w, keep_entry=True)
-
-    def remove_worker(self, worker_id: int) -> None:
-        for w in sorted(k for k in self.lookup if k[0] == worker_id):
-            self._clear(w, keep_entry=False)
 
     # queries -----------------------------------------------------------------------
 

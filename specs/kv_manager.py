@@ -307,6 +307,23 @@ class KvManagerSpec:
         out[flag("kv.failed_op_no_trace")] = z3.And(failed, z3.Or(z3.Or(changed), nev > 0))
         return out
 
+    def _batch(self, p: State) -> tuple[Any, list[Any], Any]:
+        """A batch parameter: its length, its block indices, and their domain."""
+        u, B = self.u, self.u.max_batch
+        n, blk = p["n"], [p[f"b{j}"] for j in range(B)]
+        return n, blk, z3.And(n >= 1, n <= B, *[z3.And(b >= 0, b < u.n) for b in blk])
+
+    def _held_given_back(self, s: State, failed: Any, n: Any, blk: list[Any]) -> list[Any]:
+        """The monitor after a Deref or Destroy: one reference per listed block is given
+        back (never below zero), unless the operation failed."""
+        held = self._held(s)
+        for j in range(self.u.max_batch):
+            held = [
+                z3.If(z3.And(z3.Not(failed), j < n, blk[j] == i, held[i] > 0), held[i] - 1, held[i])
+                for i in range(self.u.n)
+            ]
+        return held
+
     def _view(self, s: State) -> list[Any]:
         return [s[f"V{h}"] for h in range(self.u.n_full)]
 
@@ -317,9 +334,8 @@ class KvManagerSpec:
 
     def _use(self, s: State, p: State) -> Effect:
         """``MoveBlock::Use`` (see :meth:`kvmodel.model.kv_manager.KvManager._use`)."""
-        u, B, NF = self.u, self.u.max_batch, self.u.n_full
-        n, blk = p["n"], [p[f"b{j}"] for j in range(B)]
-        guard = z3.And(n >= 1, n <= B, *[z3.And(b >= 0, b < u.n) for b in blk])
+        u, B = self.u, self.u.max_batch
+        n, blk, guard = self._batch(p)
         lineage = not self.q("store_parent_last_hit")
         pre = _M.of(s, u.n)
         m = pre.copy()
@@ -408,7 +424,6 @@ class KvManagerSpec:
         faults["kv.remove_only_stored"] = rem_fault
         err = z3.If(pnl, ERROR_CODE[PartialNotLast.id], z3.If(panic, ERROR_CODE[ParentBlockPartial.id], self.num(0)))
         failed = z3.Or(pnl, capfail, panic)
-        _ = NF
         post = self._observe(
             s, pre, final, err=err, ret=z3.Not(capfail), nev=nev, view=view, held=held, faults=faults, failed=failed
         )
@@ -436,8 +451,7 @@ class KvManagerSpec:
     def _destroy(self, s: State, p: State) -> Effect:
         """``MoveBlock::Destroy``: reverse walk; unwrap panic on a non-active block; one Remove."""
         u, B = self.u, self.u.max_batch
-        n, blk = p["n"], [p[f"b{j}"] for j in range(B)]
-        guard = z3.And(n >= 1, n <= B, *[z3.And(b >= 0, b < u.n) for b in blk])
+        n, blk, guard = self._batch(p)
         pre = _M.of(s, u.n)
         m = pre.copy()
         err: Any = self.num(0)
@@ -472,11 +486,7 @@ class KvManagerSpec:
             fault = z3.And(z3.Not(failed), fault)
             nev = z3.If(z3.And(z3.Not(failed), z3.Or(destroyed)), self.num(1), self.num(0))
             view = [z3.If(failed, a, b) for a, b in zip(self._view(s), view, strict=True)]
-        held = self._held(s)
-        for j in range(B):
-            held = [
-                z3.If(z3.And(z3.Not(failed), j < n, blk[j] == i, held[i] > 0), held[i] - 1, held[i]) for i in range(u.n)
-            ]
+        held = self._held_given_back(s, failed, n, blk)
         final = m if self.q("destroy_mutates_before_panic") else pre.choose(failed, m)
         post = self._observe(
             s, pre, final, err=err, ret=_b(True), nev=nev, view=view, held=held,
@@ -489,8 +499,7 @@ class KvManagerSpec:
     def _deref(self, s: State, p: State) -> Effect:
         """``MoveBlock::Deref``: reverse walk; at zero to the inactive LRU (stamp = clock)."""
         u, B = self.u, self.u.max_batch
-        n, blk = p["n"], [p[f"b{j}"] for j in range(B)]
-        guard = z3.And(n >= 1, n <= B, *[z3.And(b >= 0, b < u.n) for b in blk])
+        n, blk, guard = self._batch(p)
         pre = _M.of(s, u.n)
         m = pre.copy()
         err: Any = self.num(0)
@@ -528,11 +537,7 @@ class KvManagerSpec:
         for j in range(B):
             cnt = z3.Sum([z3.If(z3.And(k < n, blk[k] == blk[j]), self.num(1), self.num(0)) for k in range(B)])
             below.append(z3.And(j < n, cnt > _sel(pre_rc, blk[j])))
-        held = self._held(s)
-        for j in range(B):
-            held = [
-                z3.If(z3.And(z3.Not(failed), j < n, blk[j] == i, held[i] > 0), held[i] - 1, held[i]) for i in range(u.n)
-            ]
+        held = self._held_given_back(s, failed, n, blk)
         atomic = not self.q("deref_ignores_unknown")
         final = pre.choose(failed, m) if atomic else m
         post = self._observe(
