@@ -145,6 +145,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         "results": results,
         "ok": not failed,
     }
+    if args.junit:
+        from kvmodel.junit import junit_xml
+
+        Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.junit).write_text(junit_xml(results))
     if args.json:
         _emit_json(summary)
     else:
@@ -371,6 +376,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from kvmodel import traces
 
     trace = traces.load(args.trace)
+    if args.itf:
+        from kvmodel.itf import from_trace
+
+        Path(args.itf).write_text(json.dumps(from_trace(trace), indent=1, sort_keys=True) + "\n")
     res = traces.replay(trace, source=str(args.trace))
     if args.json:
         _emit_json({"trace": str(args.trace), **res.to_json()})
@@ -735,11 +744,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--steps", type=int, help="steps per example")
     c.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one test case per check and invariant")
     c.set_defaults(func=cmd_check)
 
     r = sub.add_parser("replay", help="re-run a trace on the model and report the first divergence")
     r.add_argument("trace")
     r.add_argument("--json", action="store_true")
+    r.add_argument("--itf", metavar="FILE", help="also write the trace in the ITF format (Apalache/Quint)")
     r.set_defaults(func=cmd_replay)
 
     e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")

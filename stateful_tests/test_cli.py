@@ -110,3 +110,26 @@ def test_quirks_listing(capsys: pytest.CaptureFixture[str]) -> None:
 def test_console_script_runs() -> None:
     r = subprocess.run([sys.executable, "-m", "kvmodel.cli", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("kvmodel ")
+
+
+def test_check_junit_is_accepted_by_a_junit_parser(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from junitparser import Failure, JUnitXml
+
+    ok = tmp_path / "ok.xml"
+    assert cli.main(["check", "--component", "lru_evictor_wallclock", "--junit", str(ok), "--out", str(tmp_path)]) == 0
+    xml = JUnitXml.fromfile(str(ok))
+    suites = {s.name: s for s in xml}
+    assert set(suites) == {f"lru_evictor_wallclock.{e}" for e in ("hypothesis", "explore", "z3")}
+    cases = [c for s in xml for c in s]
+    # one case per invariant of the ideal check, plus one per quirk check, per engine
+    assert len(cases) == 3 * (7 + 1) and xml.failures == 0
+    assert any(c.name == "ideal (k-induction): lru.queue_covers_table" for c in cases)
+
+    bad = tmp_path / "bad.xml"
+    args = ["check", "--component", "kv_manager", "--engine", "hypothesis", "--faithful", "--junit", str(bad)]
+    assert cli.main([*args, "--out", str(tmp_path)]) == 1
+    capsys.readouterr()
+    xml = JUnitXml.fromfile(str(bad))
+    failed = [c for s in xml for c in s if any(isinstance(r, Failure) for r in c.result)]
+    assert len(failed) == 1 and xml.failures == 1
+    assert failed[0].name.startswith("faithful: kv.")

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kvmodel import cli, traces
+from kvmodel.model.quirks import faithful as faithful_quirks
 
 OPS: list[tuple[str, Any]] = [
     ("process", {"Use": [{"F": 1}, {"F": 2}, {"P": "a"}]}),
@@ -126,3 +127,27 @@ def test_replay_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     res = json.loads(capsys.readouterr().out)
     assert res["reproduces_recorded_violation"] is True
     assert res["violation"]["invariant"] == "kv.deref_never_below_zero"
+
+
+def test_itf_export_is_read_by_itf_py(tmp_path: Path) -> None:
+    """A counterexample exported as ITF (Apalache/Quint) parses with itf-py, state for step,
+    with u64 hashes as big integers and nulls as a unit variant."""
+    import itf_py
+
+    big = 2**64 - 5
+    ops = [("process", {"Use": [{"F": big}, {"F": 7}]}), ("process", {"Destroy": [{"F": big}, {"F": big}]})]
+    trace = traces.record("kv_manager", {}, sorted(faithful_quirks("kv_manager")), ops)
+    path = tmp_path / "t.json"
+    traces.write(trace, path)
+    itf = tmp_path / "t.itf.json"
+    assert cli.main(["replay", str(path), "--itf", str(itf)]) in (0, 1)
+    doc = json.loads(itf.read_text())
+    assert doc["#meta"]["format"] == "ITF" and doc["#meta"]["component"] == "kv_manager"
+    parsed = itf_py.trace_from_json(doc)
+    assert len(parsed.states) == len(trace["steps"])
+    first = parsed.states[0].values
+    assert first["op"] == "process" and first["args"].Use[0].F == big
+    assert first["events"][0].Store.blocks == [big, 7]
+    assert type(first["events"][0].Store.parent_hash).__name__ == "Null"
+    last = parsed.states[-1].values
+    assert last["outcome"].kind == ("error" if "error" in trace["steps"][-1]["observe"] else "returns")
