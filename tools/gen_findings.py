@@ -51,6 +51,22 @@ CONSEQUENCE = {
     "tick are never cleaned up and the lazy queue grows without bound (a memory leak whenever the clock repeats).",
 }
 
+# The KV manager's events fed to the real RadixTree of ai-dynamo-runtime 1.6.1, 6 seeds x 500 random
+# steps per quirk (kvmodel.conformance.radix.kv_manager_to_router; docs/router.md has the table; pinned
+# by stateful_tests/test_router.py::test_kv_manager_streams_in_the_real_router).
+ROUTER = {
+    "store_parent_last_hit": "yes — its self-parented Stored (`Store([h], parent=h)`) is rejected by the real "
+    "RadixTree as `InvalidBlockSequence` (18 times in 6 × 500 steps; never in ideal runs).",
+    "partial_parent_panic_after_mutation": "yes — as with `store_parent_last_hit`, which it requires: "
+    "`InvalidBlockSequence` from the real RadixTree (17 times in 6 × 500 steps).",
+    "promote_parent_unchecked": "yes — the real RadixTree rejects Stored events whose parent it never saw "
+    "(`ParentBlockNotFound` 26 times against 17 in ideal runs, and 3 `InvalidBlockSequence`).",
+    "promote_always_stores": "yes — the second Stored of a held hash makes a second node in the real tree, "
+    "which outlives the hash's Removed: the router keeps a block the manager no longer has (95 hash-steps).",
+    "destroy_mutates_before_panic": "yes — blocks destroyed before the panic are later Stored again while the "
+    "router still holds them; the real tree keeps the duplicate after the Removed (779 hash-steps).",
+}
+
 # Found by stateful_tests/test_sequence.py: request-driven runs (ActiveSequence signals on the manager).
 REACHABLE = {"promote_always_stores", "promote_leaves_inactive_copy", "promote_overwrites_refcount", "use_non_atomic"}
 
@@ -102,10 +118,13 @@ def main() -> None:
         "breaks the signal contract (double Deref, Destroy of a block it does not hold, a Promote naming an",
         "unknown parent) — still real code paths, and the reason an ideal manager should reject them.",
         "",
-        "Confirmation on the real binary: the router-side consequences (a Stored with an unknown parent",
-        "rejected, a Removed of an unknown hash) belong to the router issue, which feeds these event streams",
-        "to the real `RadixTree`; this model of the single-file-era manager (OLDKV, revision R01) has no",
-        "runnable Rust counterpart in `ai-dynamo-runtime==1.6.1`, whose mocker is the newer G1 manager.",
+        "Confirmation on the real binary: this single-file-era manager (OLDKV, revision R01) has no runnable",
+        "Rust counterpart in `ai-dynamo-runtime==1.6.1` (whose mocker is the newer G1 manager), but its event",
+        "stream does: random runs with each quirk are converted to KV events and fed to the real `RadixTree`",
+        "(`kvmodel.conformance.radix.kv_manager_to_router`, `docs/router.md`). Each finding says what the real",
+        "router does with that quirk's events. The ideal variant of every invariant is proved by k-induction",
+        "(`kvmodel prove --component kv_manager`, `docs/z3.md`), and BMC finds each violation at the depth",
+        "the explorer gives (`kvmodel bmc --faithful`).",
         "",
     ]
     for q in quirks_of("kv_manager") + quirks_of("lru_evictor_wallclock"):
@@ -134,7 +153,12 @@ def main() -> None:
                 or "LRU component, not explored yet"
             ),
             f"- Consequence: {CONSEQUENCE[q.name]}",
-            "- Ideal variant: with this quirk off the same machine runs clean (`kvmodel check --ideal`).",
+            "- On the real router: "
+            + ROUTER.get(q.name, "no effect beyond what ideal runs show (below) in the random end-to-end runs.")
+            if q.component == "kv_manager"
+            else "- On the real binary: the mocker of ai-dynamo-runtime 1.6.1 no longer has this evictor.",
+            "- Ideal variant: with this quirk off the machine runs clean (`kvmodel check --ideal`) and every "
+            f"invariant is proved by k-induction (`kvmodel prove --component {q.component}`).",
             "",
         ]
         for i, s in enumerate(t["steps"]):
@@ -150,6 +174,24 @@ def main() -> None:
             "steps": ops,
         }
         lines += ["", "```json", json.dumps(finding, sort_keys=True), "```", ""]
+    lines += [
+        "## Beyond the quirks: the ideal manager orphans children in the real router",
+        "",
+        "Found by feeding the manager's events to the real `RadixTree` (`docs/router.md`). The ideal manager may",
+        "Remove a block while a block Stored under it stays resident (a Destroy of the parent, or an eviction",
+        "that takes the parent first). The router then drops the child with its parent, although every event",
+        "is individually valid and the invariant `kv.router_view_matches_resident` (about the abstract view)",
+        "holds. Later Stored events under the orphan are rejected (`ParentBlockNotFound`) or accepted",
+        "invisibly, and its Removed is `BlockNotFound`. Confirmed on the binary by",
+        "`stateful_tests/test_router.py::test_ideal_kv_manager_orphans_children_in_the_real_router`:",
+        "",
+        "1. `Use([F0, F1])` → returns true; events: Store([0, 1], parent=None) — router: 0 → 1",
+        "2. `Destroy([F0])` → returns true; events: Remove([0]) — router: empty; manager's view: {1}",
+        "",
+        "An invariant \"Remove only leaves\" (no Remove of a hash while a Stored descendant is resident) would",
+        "catch it; neither the real manager nor this ideal model satisfies it, so it is not in the catalogue yet.",
+        "",
+    ]
     missing = set(QUIRKS) - set(CONSEQUENCE)
     assert not missing, missing
     (ROOT / "docs" / "findings.md").write_text("\n".join(lines))
