@@ -188,7 +188,7 @@ def main() -> None:
         "1. `Use([F0, F1])` → returns true; events: Store([0, 1], parent=None) — router: 0 → 1",
         "2. `Destroy([F0])` → returns true; events: Remove([0]) — router: empty; manager's view: {1}",
         "",
-        "An invariant \"Remove only leaves\" (no Remove of a hash while a Stored descendant is resident) would",
+        'An invariant "Remove only leaves" (no Remove of a hash while a Stored descendant is resident) would',
         "catch it; neither the real manager nor this ideal model satisfies it, so it is not in the catalogue yet.",
         "",
     ]
