@@ -570,7 +570,7 @@ def run_radix_tree(v: dict[str, Any]) -> None:
     """``kv_router_radix_tree`` vectors: the per-block tree of the revision they come from."""
     from kvmodel.model.router import RadixTree
 
-    tree = RadixTree("4276866")
+    tree = RadixTree()
     for i, step in enumerate(v["steps"]):
         op, args, expect = step.get("op"), step.get("args") or {}, step.get("expect") or {}
         got: dict[str, Any] = {}

@@ -80,6 +80,29 @@ class _WorkerOps:
     def _clear(self, w: Worker, keep_entry: bool) -> None:
         raise NotImplementedError
 
+    def _stored(self, w: Worker, data: Stored) -> None:
+        raise NotImplementedError
+
+    def _removed(self, w: Worker, data: Removed) -> None:
+        raise NotImplementedError
+
+    def _cleared(self, w: Worker) -> None:
+        raise NotImplementedError
+
+    def apply_event(self, worker_id: int, event: KvCacheEvent) -> None:
+        """Apply one event of ``worker_id``; raises the event's error after any partial effect."""
+        w: Worker = (worker_id, event.dp_rank)
+        self.lookup.setdefault(w, {})  # created even if the event then fails
+        data = event.data
+        if isinstance(data, Stored):
+            self._stored(w, data)
+        elif isinstance(data, Removed):
+            self._removed(w, data)
+        elif isinstance(data, Cleared):
+            self._cleared(w)
+        else:
+            raise InvalidInput(f"not a KvCacheEventData: {data!r}")
+
     def clear_all_blocks(self, worker_id: int) -> None:
         """Every dp_rank of ``worker_id`` loses its blocks; the lookup entries stay (empty)."""
         for w in sorted(k for k in self.lookup if k[0] == worker_id):
@@ -92,46 +115,28 @@ class _WorkerOps:
 
 
 class RadixTree(_WorkerOps):
-    """``RadixTree`` with one node per block: ``apply_event``, ``find_matches``,
-    ``remove_worker``, ``clear_all_blocks`` (revision ``"4276866"``; ``"1.6.1"`` here is the
-    per-block approximation, kept for comparison — use :func:`make_tree`)."""
+    """``RadixTree`` with one node per block (revision ``"4276866"``, the unit-test vectors'):
+    ``apply_event``, ``find_matches``, ``remove_worker``, ``clear_all_blocks``. The 1.6.1
+    binary is :class:`CompressedRadixTree`; :func:`make_tree` picks by revision."""
 
-    def __init__(self, revision: Revision = "4276866") -> None:
-        if revision not in ("1.6.1", "4276866"):
-            raise InvalidInput(f"revision must be '1.6.1' or '4276866', got {revision!r}")
-        self.revision: Revision = revision
+    revision: Revision = "4276866"
+
+    def __init__(self) -> None:
         self.nodes: list[Node] = [Node(None, None)]  # node 0 is the root
         self.lookup: dict[Worker, dict[int, int]] = {}
 
     def clone(self) -> RadixTree:
-        c = RadixTree(self.revision)
+        c = RadixTree()
         c.nodes = [Node(n.tokens_hash, n.block_hash, dict(n.children), set(n.workers)) for n in self.nodes]
         c.lookup = {w: dict(t) for w, t in self.lookup.items()}
         return c
 
     # ------------------------------------------------------------------ events
 
-    def apply_event(self, worker_id: int, event: KvCacheEvent) -> None:
-        """Apply one event of ``worker_id``; raises the event's error after any partial effect."""
-        w: Worker = (worker_id, event.dp_rank)
-        self.lookup.setdefault(w, {})  # created even if the event then fails
-        data = event.data
-        if isinstance(data, Stored):
-            self._stored(w, data)
-        elif isinstance(data, Removed):
-            self._removed(w, data)
-        elif isinstance(data, Cleared):
-            if self.revision == "1.6.1":
-                self._clear(w, keep_entry=True)
-            else:
-                self.clear_all_blocks(worker_id)
-        else:
-            raise InvalidInput(f"not a KvCacheEventData: {data!r}")
+    def _cleared(self, w: Worker) -> None:
+        self.clear_all_blocks(w[0])  # every dp_rank of the worker, in this revision
 
     def _stored(self, w: Worker, data: Stored) -> None:
-        if self.revision == "1.6.1" and data.parent_hash is not None:
-            if any(b.block_hash == data.parent_hash for b in data.blocks):
-                raise InvalidBlockSequence(f"store lists its parent {data.parent_hash} among its blocks")
         table = self.lookup[w]
         if data.parent_hash is None:
             cur = 0
@@ -143,7 +148,7 @@ class RadixTree(_WorkerOps):
         for b in data.blocks:
             child = self.nodes[cur].children.get(b.tokens_hash)
             if child is None:
-                reuse = table.get(b.block_hash) if self.revision == "4276866" else None
+                reuse = table.get(b.block_hash)  # the worker's node for this hash, re-hung here
                 if reuse is None:
                     self.nodes.append(Node(b.tokens_hash, b.block_hash))
                     reuse = len(self.nodes) - 1
@@ -319,18 +324,8 @@ class CompressedRadixTree(_WorkerOps):
         for b in blocks:
             table[b.block_hash] = node
 
-    def apply_event(self, worker_id: int, event: KvCacheEvent) -> None:
-        w: Worker = (worker_id, event.dp_rank)
-        self.lookup.setdefault(w, {})
-        data = event.data
-        if isinstance(data, Stored):
-            self._stored(w, data)
-        elif isinstance(data, Removed):
-            self._removed(w, data)
-        elif isinstance(data, Cleared):
-            self._clear(w, keep_entry=False)
-        else:
-            raise InvalidInput(f"not a KvCacheEventData: {data!r}")
+    def _cleared(self, w: Worker) -> None:
+        self._clear(w, keep_entry=False)  # the event's (worker_id, dp_rank) only
 
     # Stored ------------------------------------------------------------------------
 
@@ -578,5 +573,5 @@ def make_tree(revision: Revision = "1.6.1") -> AnyTree:
     if revision == "1.6.1":
         return CompressedRadixTree()
     if revision == "4276866":
-        return RadixTree("4276866")
+        return RadixTree()
     raise InvalidInput(f"revision must be '1.6.1' or '4276866', got {revision!r}")

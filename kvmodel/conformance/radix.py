@@ -47,6 +47,19 @@ def _wkey(w: tuple[int, int]) -> str:
     return f"{w[0]}:{w[1]}"
 
 
+def _other_op(tree: Any, op: dict[str, Any]) -> None:
+    """The operations the model and the real tree take with the same arguments."""
+    kind = op["op"]
+    if kind == "find_matches":
+        tree.find_matches(list(op["local_hashes"]), bool(op.get("early_exit", False)))
+    elif kind == "clear_all_blocks":
+        tree.clear_all_blocks(op["worker_id"])
+    elif kind == "remove_worker":
+        tree.remove_worker(op["worker_id"])
+    else:
+        raise InvalidInput(f"unknown radix-tree operation {kind!r}")
+
+
 class ModelRadixTree:
     """The model (:class:`kvmodel.model.router.RadixTree`) as an adapter."""
 
@@ -54,7 +67,6 @@ class ModelRadixTree:
         self.name = f"kvmodel RadixTree ({revision})"
         self.revision = revision
         self.tree = make_tree(revision)
-        self.last_scores: dict[str, int] | None = None
 
     def reset(self) -> None:
         self.tree = make_tree(self.revision)
@@ -64,15 +76,8 @@ class ModelRadixTree:
         try:
             if kind == "apply_event":
                 self.tree.apply_event(op["worker_id"], event_from_json(op["event"]))
-            elif kind == "find_matches":
-                s = self.tree.find_matches(list(op["local_hashes"]), bool(op.get("early_exit", False)))
-                self.last_scores = {_wkey(w): n for w, n in sorted(s.items())}
-            elif kind == "clear_all_blocks":
-                self.tree.clear_all_blocks(op["worker_id"])
-            elif kind == "remove_worker":
-                self.tree.remove_worker(op["worker_id"])
             else:
-                raise InvalidInput(f"unknown radix-tree operation {kind!r}")
+                _other_op(self.tree, op)
         except ModelError as e:
             return str(e.id)
         return None
@@ -122,14 +127,8 @@ class RealRadixTree:
         try:
             if kind == "apply_event":
                 self.tree.apply_event(op["worker_id"], json.dumps(op["event"]).encode())
-            elif kind == "find_matches":
-                self.tree.find_matches(list(op["local_hashes"]), bool(op.get("early_exit", False)))
-            elif kind == "clear_all_blocks":
-                self.tree.clear_all_blocks(op["worker_id"])
-            elif kind == "remove_worker":
-                self.tree.remove_worker(op["worker_id"])
             else:
-                raise InvalidInput(f"unknown radix-tree operation {kind!r}")
+                _other_op(self.tree, op)
         except RuntimeError as e:
             msg = str(e)
             for text, eid in _ERRORS:
