@@ -9,10 +9,12 @@ from kvmodel.invariants.lru import INVARIANTS_COUNTER as _LRU_C
 from kvmodel.invariants.lru import INVARIANTS_WALLCLOCK as _LRU_W
 from kvmodel.invariants.lru import WITNESSES_COUNTER as _LRU_C_W
 from kvmodel.invariants.lru import WITNESSES_WALLCLOCK as _LRU_W_W
+from kvmodel.invariants.registry import INVARIANTS as _REG
+from kvmodel.invariants.registry import WITNESSES as _REG_W
 
-ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV
+ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV + _REG
 REGISTRY: dict[tuple[str, str], Invariant] = {(i.component, i.name): i for i in ALL}
-WITNESSES: tuple[Witness, ...] = _LRU_W_W + _LRU_C_W + _KV_W
+WITNESSES: tuple[Witness, ...] = _LRU_W_W + _LRU_C_W + _KV_W + _REG_W
 
 
 def witnesses_for(component: str) -> tuple[Witness, ...]:

@@ -16,11 +16,14 @@ import attrs
 from kvmodel.invariants import StepContext, Violation, check_all
 from kvmodel.invariants.kv_manager import KvMonitor
 from kvmodel.invariants.lru import LruMonitor
+from kvmodel.invariants.registry import RegMonitor
+from kvmodel.invariants.registry import entries as _reg_entries
 from kvmodel.model.blocks import MoveBlock, blocks_from_json, move_block_from_json
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.kv_manager import KvManager
 from kvmodel.model.lru import CounterLRU, WallClockLRU
 from kvmodel.model.quirks import faithful, validate
+from kvmodel.model.registry import Block, BlockState, Registry, block_from_json
 
 
 @attrs.define
@@ -262,7 +265,174 @@ class LruSystem(System):
         return (tuple(self.model.order()), self.monitor.key())
 
 
-COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter")
+class RegistrySystem(System):
+    """The KVBM block registry world (pools sharing a global registry, the caller's values)
+    with the Register/Remove stream monitor."""
+
+    OPS = (
+        "new_registry",
+        "new_state",
+        "state_from_reset_apply_token_block",
+        "apply_token_block",
+        "initialize_sequence",
+        "add_tokens",
+        "commit",
+        "register_block",
+        "create_publish_handle",
+        "remove_handle",
+        "new_publisher",
+        "take_handle",
+        "publish",
+        "clone_publisher",
+        "drop",
+        "drain",
+        "is_registered",
+    )
+    DEFAULTS: ClassVar[dict[str, Any]] = {
+        "registries": [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]],
+    }
+
+    def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
+        self.component = "kvbm_block_registry"
+        self.config = _check_config(self.component, config or {}, self.DEFAULTS)
+        self.quirks = faithful(self.component) if quirks is None else validate(self.component, quirks)
+        self.model = Registry(self.quirks)
+        regs = self.config["registries"]
+        if not isinstance(regs, list):
+            raise InvalidInput(f"registries must be a list of [name, tier], got {regs!r}")
+        for r in regs:
+            if not isinstance(r, list | tuple) or len(r) not in (2, 3):
+                raise InvalidInput(f"a registry is [name, tier] or [name, tier, global], got {r!r}")
+            self.model.new_registry(r[0], r[1], *(r[2:] or ["G"]))
+        self.monitor = RegMonitor()
+
+    REQUIRED: ClassVar[dict[str, tuple[str, ...]]] = {
+        "new_registry": ("as",),
+        "apply_token_block": ("state", "block"),
+        "state_from_reset_apply_token_block": ("block",),
+        "initialize_sequence": ("state", "page_size"),
+        "add_tokens": ("state", "tokens"),
+        "commit": ("state",),
+        "register_block": ("registry", "state"),
+        "create_publish_handle": ("block",),
+        "remove_handle": ("publish_handle",),
+        "take_handle": ("publisher", "publish_handle"),
+        "publish": ("publisher",),
+        "clone_publisher": ("publisher",),
+        "drop": ("value",),
+        "drain": ("registry",),
+        "is_registered": ("registry", "hash"),
+    }
+
+    def decode(self, op: str, args: Any) -> Any:
+        args = {} if args is None else args
+        if op not in self.OPS:
+            raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
+        if not isinstance(args, dict):
+            raise InvalidInput(f"{op} arguments must be an object, got {args!r}")
+        for k in self.REQUIRED.get(op, ()):
+            if k not in args:
+                raise InvalidInput(f"{op} needs {k!r}")
+        out = dict(args)
+        if "block" in out:
+            out["block"] = block_from_json(out["block"])
+        if op == "add_tokens" and not isinstance(out["tokens"], list):
+            raise InvalidInput(f"tokens must be a list, got {out['tokens']!r}")
+        if op == "is_registered" and (isinstance(out["hash"], bool) or not isinstance(out["hash"], int)):
+            raise InvalidInput(f"hash must be an integer, got {out['hash']!r}")
+        eh = out.get("event_hashes")
+        if eh is not None and (not isinstance(eh, list) or len(eh) != 2):
+            raise InvalidInput(f"event_hashes must be [hash|null, parent|null], got {eh!r}")
+        return out
+
+    def _call(self, op: str, a: dict[str, Any]) -> Any:
+        m = self.model
+        if op == "new_registry":
+            return m.new_registry(a["as"], a.get("tier", "Device"), a.get("global_registry", "G"))
+        if op == "new_state":
+            return m.new_state(a.get("as"))
+        if op == "state_from_reset_apply_token_block":
+            return m.state_from_block(a.get("as"), a["block"])
+        if op == "apply_token_block":
+            return m.apply_token_block(a["state"], a["block"])
+        if op == "initialize_sequence":
+            return m.initialize_sequence(a["state"], a["page_size"], a.get("salt", 0))
+        if op == "add_tokens":
+            return m.add_tokens(a["state"], a["tokens"])
+        if op == "commit":
+            return m.commit(a["state"])
+        if op == "register_block":
+            eh = a.get("event_hashes")
+            return m.register_block(a["registry"], a["state"], a.get("as"), None if eh is None else (eh[0], eh[1]))
+        if op == "create_publish_handle":
+            return m.create_publish_handle(a.get("as"), a["block"], a.get("tier", "Device"))
+        if op == "remove_handle":
+            return m.remove_handle(a["publish_handle"], a.get("as"))
+        if op == "new_publisher":
+            return m.new_publisher(a.get("as"))
+        if op == "take_handle":
+            return m.take_handle(a["publisher"], a["publish_handle"], a.get("as"))
+        if op == "publish":
+            return m.publish(a["publisher"])
+        if op == "clone_publisher":
+            return m.clone_publisher(a["publisher"], a.get("as"))
+        if op == "drop":
+            return m.drop(a["value"])
+        if op == "drain":
+            return m.drain(a["registry"])
+        return m.is_registered(a["registry"], a["hash"])
+
+    def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
+        m = self.model
+        pre_key = self.key()
+        pre: dict[str, Any] = {"entries": _reg_entries(m)}
+        if op == "register_block":
+            st = m.values.get(decoded.get("state"))
+            pool = m.pools.get(decoded.get("registry"))
+            pre["pending_hit"] = (
+                isinstance(st, BlockState)
+                and st.block is not None
+                and pool is not None
+                and st.block.sequence_hash in pool.pending
+            )
+        out = Outcome(op, args_json if args_json is not None else _reg_args_json(decoded))
+        try:
+            out.result = self._call(op, decoded)
+        except ModelError as e:
+            out.error = e
+        out.events = m.drain_events()
+        m.messages.clear()  # the batches live on in the events (the model's list is for the vectors)
+        self.monitor.observe(m, out.events)
+        m.gc()
+        self.monitor.forget(set(m.handles))
+        pre["post_key"] = self.key()
+        ctx = StepContext(m, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, pre)
+        out.violations = check_all(self.component, ctx)
+        out.ctx = ctx
+        return out
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.model.snapshot()
+
+    def key(self) -> Any:
+        return self.model.key(self.monitor.registers)
+
+    def clone(self) -> RegistrySystem:
+        c = RegistrySystem.__new__(RegistrySystem)
+        c.component, c.config, c.quirks = self.component, self.config, self.quirks
+        c.model = self.model.clone()
+        c.monitor = self.monitor.copy()
+        return c
+
+
+def _reg_args_json(decoded: dict[str, Any]) -> dict[str, Any]:
+    out = dict(decoded)
+    if isinstance(out.get("block"), Block):
+        out["block"] = out["block"].to_json()
+    return out
+
+
+COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter", "kvbm_block_registry")
 
 
 def make_system(component: str, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> System:
@@ -271,4 +441,6 @@ def make_system(component: str, config: dict[str, Any] | None = None, quirks: It
         return KvManagerSystem(config, quirks)
     if component in ("lru_evictor_wallclock", "lru_evictor_counter"):
         return LruSystem(component, config, quirks)
+    if component == "kvbm_block_registry":
+        return RegistrySystem(config, quirks)
     raise InvalidInput(f"unknown component {component!r} (known: {list(COMPONENTS)})")

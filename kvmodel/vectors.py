@@ -28,6 +28,7 @@ from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.hashing import TokenBlockSequence
 from kvmodel.model.kv_manager import KvManager
 from kvmodel.model.lru import CounterLRU, WallClockLRU
+from kvmodel.model.registry import PublishHandle as PublishHandleT
 from kvmodel.model.sequence import ActiveSequence
 
 COMMENT_KEYS = {"note", "notes", "rule", "comment"}
@@ -600,7 +601,109 @@ def run_radix_tree(v: dict[str, Any]) -> None:
                 raise Mismatch(f"step {i} ({op}): {key}: expected {_j(want)}, model {_j(have)}")
 
 
+def _fixture_blocks() -> list[Any]:
+    """``create_sequence()`` of the registry tests: tokens 1..10, block size 4, salt 1337."""
+    from kvmodel.model.registry import Block
+
+    seq = TokenBlockSequence(range(1, 11), 4, 1337)
+    return [Block(b.sequence_hash, b.block_hash, b.parent_sequence_hash) for b in seq.blocks]
+
+
+def run_registry(v: dict[str, Any]) -> None:
+    """``kvbm_block_registry`` vectors. Commit 403dd259 (and R11) vectors run the faithful
+    untiered revision; R12/R13 vectors the tiered registry (``global_registry_untiered`` off)."""
+    from kvmodel.model.quirks import faithful
+    from kvmodel.model.registry import RegHandle, Registry
+
+    src = str(v.get("source_version", ""))
+    tiered = bool(re.search(r"\bR1[23]\b", src))
+    quirks = set(faithful("kvbm_block_registry")) - ({"global_registry_untiered"} if tiered else set())
+    m = Registry(quirks)
+    blocks = _fixture_blocks()
+    seen = 0
+
+    def block(spec: Any) -> Any:
+        mm = re.fullmatch(r"(?:Complete\()?blocks\[(\d+)\]\)?", str(spec))
+        if not mm:
+            raise Uninterpretable(f"unknown block {spec!r}")
+        return blocks[int(mm.group(1))]
+
+    for i, step in enumerate(v["steps"]):
+        op, a, expect = step.get("op"), dict(step.get("args") or {}), dict(step.get("expect") or {})
+        got: dict[str, Any] = {}
+        try:
+            if op == "new_registry":
+                m.new_registry(a["as"], a.get("tier", "Device"), a.get("global_registry", "G"))
+            elif op == "create_publish_handle":
+                m.create_publish_handle(a["as"], block(a["block"]), a.get("tier", "Device"))
+            elif op == "state_from_reset_apply_token_block":
+                m.state_from_block(a["as"], block(a["block"]))
+            elif op == "register_block":
+                state = a["state"]
+                if str(state).startswith("Complete("):
+                    state = m.state_from_block(None, block(state))
+                eh = a.get("event_hashes")
+                ph = m.register_block(a["registry"], state, a.get("as"), None if eh is None else (eh[0], eh[1]))
+                got["returns"] = "Ok(Some(publish_handle))" if ph is not None else "Ok(None)"
+                got["returns_publish_handle"] = ph is not None
+            elif op == "remove_handle":
+                m.remove_handle(a["publish_handle"], a["as"])
+            elif op == "new_publisher":
+                m.new_publisher(a["as"])
+            elif op == "take_handle":
+                m.take_handle(a["publisher"], a["publish_handle"], a.get("as"))
+            elif op == "publish":
+                m.publish(a["publisher"])
+            elif op == "drop":
+                m.drop(a["value"])
+            elif op == "sync_external_sequence_hashes":
+                hs = list(a["hashes"])
+                blocks = [
+                    attrs.evolve(b, external=hs[k], external_parent=hs[k - 1] if k else None)
+                    for k, b in enumerate(blocks[: len(hs)])
+                ] + blocks[len(hs) :]
+            elif op == "registration_handle_from_token_block":
+                h = RegHandle(0, block(a["block"]), a.get("tier", "Device"), False)
+                got.update(
+                    external_sequence_hash=h.block.external,
+                    external_parent_sequence_hash=h.block.external_parent,
+                    published_sequence_hash=h.published_hash,
+                    published_parent_sequence_hash=h.published_parent,
+                )
+            elif op not in ("observe_channel", "inspect"):
+                raise Uninterpretable(f"step {i}: unknown registry op {op!r}")
+        except ModelError as e:
+            raise Mismatch(f"step {i} ({op}): the model raised {e}") from None
+        # The fixture's symbolic names: H<i> = blocks[i].sequence_hash (the 'fixture' notation).
+        sym = {b.sequence_hash: f"H{k}" for k, b in enumerate(_fixture_blocks())}
+        msgs = [
+            [e.text().replace(str(e.sequence_hash), sym.get(e.sequence_hash, str(e.sequence_hash))) for e in batch]
+            for batch in m.messages[seen:]
+        ]
+        seen = len(m.messages)
+        got["messages"] = msgs
+        got["messages_count"] = len(msgs)
+        for k, batch in enumerate(msgs):
+            got[f"message[{k}]_as_set"] = sorted(batch)
+            got[f"message[{k}]_order"] = batch
+        checks = list(expect.items()) + list((step.get("derived_not_asserted") or {}).items())
+        for key, want in checks:
+            mm = re.fullmatch(r"(\w+)\.registration\.storage_tier", key)
+            if mm:
+                val = m.values.get(mm.group(1))
+                have: Any = None if not isinstance(val, PublishHandleT) else m.handles[val.reg].tier
+            elif key in got:
+                have = got[key]
+            else:
+                raise Uninterpretable(f"step {i} ({op}): unknown expectation {key!r}")
+            if key.endswith("_as_set"):
+                want = sorted(want)
+            if have != want:
+                raise Mismatch(f"step {i} ({op}): {key}: expected {_j(want)}, model {_j(have)}")
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "kvbm_block_registry": run_registry,
     "kv_router_radix_tree": run_radix_tree,
     "lru_evictor_wallclock": run_lru,
     "lru_evictor_counter": run_lru,

@@ -140,6 +140,42 @@ _ALL: list[Quirk] = [
         "where it occupies a slot until evicted.",
         ("kv.inactive_full_only",),
     ),
+    # --- KVBM block registry (lib/llm/src/block_manager/block/registry.rs, events.rs) -------
+    Quirk(
+        "cleanup_erases_live_entry",
+        "kvbm_block_registry",
+        "§6 #19, §3.3",
+        "The unregister task (commit 403dd259) removes the pool's entry for a dropped hash without "
+        "checking that it is dead: a block re-registered before the task ran loses its entry, the "
+        "pool reports it unregistered, and a third registration of the hash succeeds beside it.",
+        ("reg.one_block_handle_per_pool_hash", "reg.pool_lists_iff_live"),
+    ),
+    Quirk(
+        "global_registry_untiered",
+        "kvbm_block_registry",
+        "§6 #20, §3.6",
+        "The global registry is keyed by sequence hash alone (403dd259): a pool of another storage "
+        "tier registering a hash already announced gets Ok(None) and shares the first tier's handle, "
+        "so its copy is never announced and the first tier's Remove waits for it.",
+        ("reg.handle_tier_matches_pool",),
+    ),
+    Quirk(
+        "dead_global_entry_leaks",
+        "kvbm_block_registry",
+        "§3.3 (found here)",
+        "Only a dropped BlockHandle triggers cleanup: when a registration handle outlives every "
+        "block holding it (a publish handle, publisher or caller Arc keeps it), its global entry "
+        "stays dead after every channel is drained, until the hash is registered again.",
+        ("reg.drained_no_dead_entries",),
+    ),
+    Quirk(
+        "publisher_clone_shares_pending",
+        "kvbm_block_registry",
+        "§3.5 (found here)",
+        "Publisher derives Clone: a clone carries Arc clones of the pending handles, so the "
+        "original and the clone both publish them and the same handle is Registered twice.",
+        ("reg.publication_pending_once", "reg.register_at_most_once"),
+    ),
 ]
 
 QUIRKS: dict[str, Quirk] = {q.name: q for q in _ALL}
