@@ -21,15 +21,29 @@ CHECK_EXPLORE = {
     "config": {"max_capacity": 2},
     "space": {"n_full": 3, "partials": 1, "max_batch": 2, "max_refcount": 2},
 }
-CHECK_COMPONENTS = ("kv_manager", "lru_evictor_wallclock", "lru_evictor_counter", "kv_router_radix_tree")
+CHECK_COMPONENTS = (
+    "kv_manager",
+    "lru_evictor_wallclock",
+    "lru_evictor_counter",
+    "kvbm_block_registry",
+    "kv_router_radix_tree",
+)
+# Short names accepted wherever a component is named.
+ALIASES = {"registry": "kvbm_block_registry", "router": "kv_router_radix_tree", "kv": "kv_manager"}
 # Which engines check which component: the state machines run on the three model-checking
 # engines; the radix tree is checked against the real one (differential conformance).
 ENGINE_COMPONENTS = {
-    "hypothesis": CHECK_COMPONENTS[:3],
-    "explore": CHECK_COMPONENTS[:3],
+    "hypothesis": CHECK_COMPONENTS[:4],
+    "explore": CHECK_COMPONENTS[:4],
     "z3": CHECK_COMPONENTS[:3],
     "conform": ("kv_router_radix_tree",),
 }
+# The registry world `kvmodel check` explores exhaustively (seconds on 2 cores).
+CHECK_REGISTRY_SPACE = {"hashes": 1, "states": 2, "publish_handles": 1, "arcs": 0, "publishers": 2, "max_pending": 1}
+
+
+def canonical_component(name: str) -> str:
+    return ALIASES.get(name, name)
 CHECK_CONFORM_WORKLOADS = 200
 PROFILES = {"ci": {"max_examples": 200, "steps": 30}, "deep": {"max_examples": 3000, "steps": 60}}
 
@@ -57,7 +71,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kvmodel import machines, traces
     from kvmodel.model.quirks import faithful, quirks_of
 
-    comps = args.component or list(CHECK_COMPONENTS)
+    comps = [canonical_component(c) for c in args.component] if args.component else list(CHECK_COMPONENTS)
     for c in comps:
         if c not in CHECK_COMPONENTS:
             raise UsageError(f"unknown component {c!r} (known: {', '.join(CHECK_COMPONENTS)})")
@@ -164,6 +178,8 @@ def _explore_setup(comp: str) -> tuple[Any, dict[str, Any]]:
 
     if comp == "kv_manager":
         return explorer.KvSpace(**CHECK_EXPLORE["space"]), dict(CHECK_EXPLORE["config"])
+    if comp == "kvbm_block_registry":
+        return explorer.RegSpace(**CHECK_REGISTRY_SPACE), {}
     return explorer.LruSpace(comp, objects=2, max_queue=4), {"cleanup_threshold": 1}
 
 
@@ -412,9 +428,15 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from kvmodel.model.quirks import faithful
 
     space: explorer.Space
-    if args.component == "kv_manager":
+    args.component = canonical_component(args.component)
+    if args.component == "kvbm_block_registry":
+        space = explorer.RegSpace(
+            args.hashes, args.states, args.publish_handles, args.arcs, args.publishers, args.max_pending, args.shared
+        )
+        cfg: dict[str, Any] = {}
+    elif args.component == "kv_manager":
         space = explorer.KvSpace(args.blocks, args.partials, args.max_batch, args.max_refcount)
-        cfg: dict[str, Any] = {"max_capacity": args.capacity, "evictor": args.evictor, "channel": not args.no_channel}
+        cfg = {"max_capacity": args.capacity, "evictor": args.evictor, "channel": not args.no_channel}
     elif args.component in ("lru_evictor_wallclock", "lru_evictor_counter"):
         space = explorer.LruSpace(args.component, args.objects, args.max_queue)
         cfg = {"cleanup_threshold": args.cleanup_threshold}
@@ -765,6 +787,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-queue", type=int, default=6, help="LRU wall-clock: lazy-queue bound (default 6)")
     e.add_argument("--cleanup-threshold", type=int, default=1, help="LRU wall-clock: cleanup threshold (default 1)")
     e.add_argument("--no-channel", action="store_true", help="no Store/Remove response channel")
+    e.add_argument("--hashes", type=int, default=1, help="registry: sequence hashes (default 1)")
+    e.add_argument("--states", type=int, default=2, help="registry: block-state slots (default 2)")
+    e.add_argument("--publish-handles", type=int, default=1, help="registry: publish-handle slots (default 1)")
+    e.add_argument("--arcs", type=int, default=1, help="registry: caller Arc slots (default 1)")
+    e.add_argument("--publishers", type=int, default=2, help="registry: publisher slots (default 2)")
+    e.add_argument("--max-pending", type=int, default=1, help="registry: undrained drops per registry (default 1)")
+    e.add_argument("--shared", action="store_true", help="registry: a second Device registry")
     eg = e.add_mutually_exclusive_group()
     eg.add_argument("--faithful", action="store_true", help="all quirks on")
     eg.add_argument("--ideal", action="store_true", help="no quirks (the default)")

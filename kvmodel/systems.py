@@ -305,6 +305,7 @@ class RegistrySystem(System):
                 raise InvalidInput(f"a registry is [name, tier] or [name, tier, global], got {r!r}")
             self.model.new_registry(r[0], r[1], *(r[2:] or ["G"]))
         self.monitor = RegMonitor()
+        self._key: Any = None  # cached key of the current state (computing it dominated exploration)
 
     REQUIRED: ClassVar[dict[str, tuple[str, ...]]] = {
         "new_registry": ("as",),
@@ -405,6 +406,7 @@ class RegistrySystem(System):
         self.monitor.observe(m, out.events)
         m.gc()
         self.monitor.forget(set(m.handles))
+        self._key = None
         pre["post_key"] = self.key()
         ctx = StepContext(m, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, pre)
         out.violations = check_all(self.component, ctx)
@@ -415,11 +417,13 @@ class RegistrySystem(System):
         return self.model.snapshot()
 
     def key(self) -> Any:
-        return self.model.key(self.monitor.registers)
+        if self._key is None:
+            self._key = self.model.key(self.monitor.registers)
+        return self._key
 
     def clone(self) -> RegistrySystem:
         c = RegistrySystem.__new__(RegistrySystem)
-        c.component, c.config, c.quirks = self.component, self.config, self.quirks
+        c.component, c.config, c.quirks, c._key = self.component, self.config, self.quirks, self._key
         c.model = self.model.clone()
         c.monitor = self.monitor.copy()
         return c
