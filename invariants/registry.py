@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from kvmodel.invariants.core import Invariant, StepContext, Witness
-from kvmodel.model.registry import BlockState, PublishHandle, Publisher, RegEvent, Registry
+from kvmodel.model.registry import BlockState, Publisher, PublishHandle, RegEvent, Registry
 
 C = "kvbm_block_registry"
 
@@ -45,7 +45,9 @@ class RegMonitor:
                 if self.registers[e.handle]:
                     self.faults["reg.register_at_most_once"] = f"second Register for handle {e.handle} ({e.text()})"
                 if h is not None and not h.registered:
-                    self.faults.setdefault("reg.register_only_registered", f"{e.text()} for a handle no registration created")
+                    self.faults.setdefault(
+                        "reg.register_only_registered", f"{e.text()} for a handle no registration created"
+                    )
                 self.registers[e.handle] += 1
             else:
                 if not self.registers[e.handle]:
@@ -191,7 +193,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "reg.one_registration_per_key",
         C,
         "state",
-        "Across the pools sharing a global registry, at most one live registration handle per (tier, sequence hash) (§3.7 #2).",
+        "Across the pools sharing a global registry, at most one live registration handle per "
+        "(tier, sequence hash) (§3.7 #2).",
         _one_registration,
     ),
     Invariant(
@@ -280,9 +283,7 @@ def _registered_ok(c: StepContext) -> bool:
 
 
 WITNESSES: tuple[Witness, ...] = (
-    Witness(
-        "reg.w.register", C, "A Register is published.", lambda c: any(e.kind == "Register" for e in c.events)
-    ),
+    Witness("reg.w.register", C, "A Register is published.", lambda c: any(e.kind == "Register" for e in c.events)),
     Witness("reg.w.remove", C, "A Remove is published.", lambda c: any(e.kind == "Remove" for e in c.events)),
     Witness(
         "reg.w.shared_registration",

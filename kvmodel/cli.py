@@ -39,11 +39,20 @@ ENGINE_COMPONENTS = {
     "conform": ("kv_router_radix_tree",),
 }
 # The registry world `kvmodel check` explores exhaustively (seconds on 2 cores).
-CHECK_REGISTRY_SPACE = {"hashes": 1, "states": 2, "publish_handles": 1, "arcs": 0, "publishers": 2, "max_pending": 1}
+CHECK_REGISTRY_SPACE: dict[str, Any] = {
+    "hashes": 1,
+    "states": 2,
+    "publish_handles": 1,
+    "arcs": 0,
+    "publishers": 2,
+    "max_pending": 1,
+}
 
 
 def canonical_component(name: str) -> str:
     return ALIASES.get(name, name)
+
+
 CHECK_CONFORM_WORKLOADS = 200
 PROFILES = {"ci": {"max_examples": 200, "steps": 30}, "deep": {"max_examples": 3000, "steps": 60}}
 

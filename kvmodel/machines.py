@@ -345,6 +345,10 @@ class RegistryMachine(_Base):
     def _pick(self, data: st.DataObject, items: list[Any], label: str) -> Any:
         return items[data.draw(self.idx, label=label) % len(items)]
 
+    def _flip(self, data: st.DataObject, label: str) -> bool:
+        b: bool = data.draw(st.booleans(), label=label)
+        return b
+
     def _pool(self, data: st.DataObject) -> str:
         pools: list[str] = sorted(self.system.model.pools)
         p: str = self._pick(data, pools, "registry")
@@ -374,12 +378,12 @@ class RegistryMachine(_Base):
             name = f"v{self.fresh}"
         else:
             fresh = [n for n in states if getattr(m.values[n], "kind", "") == "Complete"]
-            name = self._pick(data, fresh if fresh and data.draw(st.booleans(), label="fresh") else states, "state")
+            name = self._pick(data, fresh if fresh and self._flip(data, "fresh") else states, "state")
         h = getattr(getattr(m.values[name], "block", None), "sequence_hash", None)
         # Targeted: half the time, a pool whose unregister channel still carries this hash's
         # earlier drop (the interleaving the cleanup task races with).
         racing = sorted(n for n, p in m.pools.items() if h in p.pending)
-        if racing and data.draw(st.booleans(), label="racing"):
+        if racing and self._flip(data, "racing"):
             pool = self._pick(data, racing, "registry")
         else:
             pool = self._pool(data)
@@ -490,7 +494,7 @@ class RegistryMachine(_Base):
         Also a name of the wrong kind (a publisher given where a state is expected)."""
         op, args = op_args
         names = sorted(self.system.model.values)
-        if names and data.draw(st.booleans(), label="wrong_kind"):
+        if names and self._flip(data, "wrong_kind"):
             op, args = "take_handle", {"publisher": self._pick(data, names, "x"), "publish_handle": "nobody"}
         before = self.system.key()
         out = self._run_json(op, args)

@@ -414,7 +414,8 @@ class RegistrySystem(System):
         return out
 
     def snapshot(self) -> dict[str, Any]:
-        return self.model.snapshot()
+        snap: dict[str, Any] = self.model.snapshot()
+        return snap
 
     def key(self) -> Any:
         if self._key is None:

@@ -220,7 +220,11 @@ class RegEvent:
     batch: int  # ghost: index of the message it belongs to
 
     def text(self) -> str:
-        return f"{self.kind}({self.sequence_hash})" if self.tier is None else f"{self.kind}({self.sequence_hash}, {self.tier})"
+        return (
+            f"{self.kind}({self.sequence_hash})"
+            if self.tier is None
+            else f"{self.kind}({self.sequence_hash}, {self.tier})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -276,7 +280,9 @@ class Registry:
         """An independent copy (hand-written: ``deepcopy`` dominated the explorer's time)."""
         c = Registry.__new__(Registry)
         c.quirks = self.quirks
-        c.pools = {n: Pool(p.name, p.tier, p.global_name, dict(p.blocks), list(p.pending)) for n, p in self.pools.items()}
+        c.pools = {
+            n: Pool(p.name, p.tier, p.global_name, dict(p.blocks), list(p.pending)) for n, p in self.pools.items()
+        }
         c.globals = {g: dict(r) for g, r in self.globals.items()}
         c.values = {n: _copy_value(v) for n, v in self.values.items()}
         c.handles = {i: attrs.evolve(h) for i, h in self.handles.items()}
@@ -620,7 +626,10 @@ class Registry:
             "registries": {
                 n: {
                     "tier": p.tier,
-                    "blocks": {str(h): {"block_handle": b, "live": self.block_handles[b].alive} for h, b in sorted(p.blocks.items())},
+                    "blocks": {
+                        str(h): {"block_handle": b, "live": self.block_handles[b].alive}
+                        for h, b in sorted(p.blocks.items())
+                    },
                     "pending": list(p.pending),
                 }
                 for n, p in sorted(self.pools.items())
@@ -672,7 +681,13 @@ class Registry:
             else:
                 values.append((name, "arc", n("r", v)))
         glob = tuple(
-            (g, tuple((k, n("r", r), self.handles[r].alive) for k, r in sorted(reg.items(), key=lambda x: (x[0][0], str(x[0][1])))))
+            (
+                g,
+                tuple(
+                    (k, n("r", r), self.handles[r].alive)
+                    for k, r in sorted(reg.items(), key=lambda x: (x[0][0], str(x[0][1])))
+                ),
+            )
             for g, reg in sorted(self.globals.items())
         )
         regs = tuple(

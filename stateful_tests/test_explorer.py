@@ -21,6 +21,8 @@ FAST = [e for e in MANIFEST["entries"] if e["seconds"] < 10]
 def _space(entry: dict[str, Any]) -> explorer.Space:
     if entry["component"] == "kv_manager":
         return explorer.KvSpace(**entry["space"])
+    if entry["component"] == "kvbm_block_registry":
+        return explorer.RegSpace(**entry["space"])
     return explorer.LruSpace(entry["component"], **entry["space"])
 
 
@@ -56,6 +58,7 @@ def test_manifest_covers_every_component_quirk_and_the_ideal_at_capacity_4_with_
         "kv_manager",
         "lru_evictor_wallclock",
         "lru_evictor_counter",
+        "kvbm_block_registry",
     }
     big = next(e for e in MANIFEST["entries"] if e["name"] == "ideal-c4-b6")
     assert big["config"]["max_capacity"] == 4 and big["space"]["n_full"] == 6

@@ -23,6 +23,7 @@ MINE = [
     "old_active_sequence",
     "token_block_sequence",
     "kv_router_radix_tree",
+    "kvbm_block_registry",
 ]
 
 

@@ -51,6 +51,27 @@ CONSEQUENCE = {
     "tick are never cleaned up and the lazy queue grows without bound (a memory leak whenever the clock repeats).",
 }
 
+CONSEQUENCE.update(
+    {
+        "cleanup_erases_live_entry": "The pool forgets a block it holds: `is_registered` says no, prefix matching in "
+        "that pool misses it, and a third registration of the same hash is accepted, so two blocks of one sequence "
+        "hash live in one pool (the duplicate the per-pool map exists to prevent). Fixed in later revisions (the "
+        "task removes the entry only if it is dead), which is the ideal variant here.",
+        "global_registry_untiered": "A block copied to a second tier (device to host, host to disk) is never "
+        "announced for that tier, and the first tier's Remove is held back until the last tier drops it: a "
+        "consumer of KV events (the KV-event consolidator, the router) believes the block is still in the first "
+        "tier after it left. Revisions R12/R13 key the global registry by (hash, tier) — the ideal variant here, "
+        "and what the vectors of those revisions assert.",
+        "dead_global_entry_leaks": "Harmless to correctness (every lookup upgrades the weak pointer first and a new "
+        "registration overwrites the entry), but the global map keeps one dead entry per hash whose registration "
+        "handle outlived its blocks (for example a block dropped before its Publisher flushed): memory grows with "
+        "the number of distinct hashes seen. Every revision read has it.",
+        "publisher_clone_shares_pending": "A cloned Publisher (the type derives Clone) publishes the same pending "
+        "handles again: the consumer receives two Register events for one block and one Remove, so a counting "
+        "consumer (or the consolidator's deduplication across sources) keeps a block that is gone.",
+    }
+)
+
 # The KV manager's events fed to the real RadixTree of ai-dynamo-runtime 1.6.1, 6 seeds x 500 random
 # steps per quirk (kvmodel.conformance.radix.kv_manager_to_router; docs/router.md has the table; pinned
 # by stateful_tests/test_router.py::test_kv_manager_streams_in_the_real_router).
@@ -74,6 +95,11 @@ REACHABLE = {"promote_always_stores", "promote_leaves_inactive_copy", "promote_o
 def _fmt_events(obs: dict[str, Any]) -> str:
     out = []
     for e in obs.get("events", []):
+        if "kind" in e:  # a registry event
+            out.append(
+                f"{e['kind']}({e['sequence_hash']}, {e['tier']})" if e["tier"] else f"{e['kind']}({e['sequence_hash']})"
+            )
+            continue
         ((k, v),) = e.items()
         if k == "Store":
             out.append(f"Store({v['blocks']}, parent={v['parent_hash']})")
@@ -95,6 +121,72 @@ def _fmt_args(op: str, args: Any) -> str:
 def _bfs_minima() -> dict[str, dict[str, int]]:
     data = json.loads((ROOT / "specs" / "manifest.json").read_text())
     return {e["name"]: e["expect"]["violations"] for e in data["entries"]}
+
+
+def _registry_section(bfs: dict[str, dict[str, int]]) -> list[str]:
+    """The KVBM block registry's quirks: BFS-minimal traces from the explorer (exact minima)."""
+    from kvmodel import explorer
+
+    man = json.loads((ROOT / "specs" / "manifest.json").read_text())["entries"]
+    lines = [
+        "# The KVBM block registry (`lib/llm/src/block_manager/block/registry.rs`, seed 004)",
+        "",
+        "Traces here come from the explorer (`kvmodel explore --component registry --quirk NAME`), so each is a",
+        "shortest counterexample in its bounded world (registries `device0` (Device) and `host` (HostPinned)",
+        "sharing one global registry; 2 block-state slots, 1 publish-handle slot, 2 publisher slots, at most 1",
+        "undrained drop per registry). Arc drops are explicit `drop` steps and the asynchronous unregister task is",
+        "the explicit `drain` step. `publish_handles` are bound to `ph0`, states to `s0`/`s1`.",
+        "",
+        "On the real code: the registry lives in `dynamo-llm`, which the `ai-dynamo-runtime` wheel does not expose,",
+        "so no finding here is confirmed on a binary. The model passes the registry's own Rust tests as vectors",
+        "(`kvmodel vectors`, 8 of 8, across commit 403dd259 and revisions R12/R13), and quirks 1 and 2 are fixed in",
+        "later revisions exactly as the ideal variant does. The ideal variant's invariants are proved by",
+        "k-induction (`kvmodel prove --component registry`) and hold in every explored world.",
+        "",
+        "`PublishHandle::remove_handle` not disarming (§6 #21) is not a switchable quirk: it is load-bearing.",
+        "`register_block` itself calls `remove_handle` to keep the state's Arc, and the Register-before-Remove",
+        "guarantee (§3.7 #3) rests on the armed handle. A variant where `remove_handle` disarms makes",
+        "`remove_handle(ph); drop(ph); drop(arc)` emit a Remove for a block never Registered (mutant",
+        "`remove_handle_disarms` in the mutation benchmark). Its user-facing hazard is the name: a caller who",
+        "takes the Arc out expecting to publish it some other way gets a second Register when the handle drops.",
+        "",
+    ]
+    for q in quirks_of("kvbm_block_registry"):
+        entry = next(e for e in man if e["name"] == f"quirk-{q.name}-registry")
+        sp = explorer.RegSpace(**entry["space"])
+        r = explorer.explore(entry["config"], entry["quirks"], sp)
+        inv = min(r.violations, key=lambda n: (r.violations[n]["depth"], n))
+        t = explorer.violation_trace(r, inv)
+        v = t["violation"]
+        lines += [
+            f"## `{q.name}` ({q.component}, semantics {q.ref})",
+            "",
+            q.summary,
+            "",
+            f"- Invariant broken: `{v['invariant']}` — {v['message']}",
+            f"- Minimal counterexample: {len(t['steps'])} step(s) (BFS minimum); quirks on: {', '.join(t['quirks'])}",
+            "- All invariants it breaks, with the BFS-minimal depth: "
+            + ", ".join(f"`{k}` {d}" for k, d in sorted(bfs[entry["name"]].items(), key=lambda x: (x[1], x[0]))),
+            f"- Consequence: {CONSEQUENCE[q.name]}",
+            "- Ideal variant: with this quirk off the world runs clean (`kvmodel check --component registry`) and "
+            "every invariant is proved by k-induction (`kvmodel prove --component registry`).",
+            "",
+        ]
+        for i, st_ in enumerate(t["steps"]):
+            obs = st_["observe"]
+            res = f"error `{obs['error']['id']}`" if "error" in obs else f"returns {json.dumps(obs.get('returns'))}"
+            lines.append(
+                f"{i + 1}. `{st_['op']}({json.dumps(st_['args'], sort_keys=True)})` → {res}; events: {_fmt_events(obs)}"
+            )
+        finding = {
+            "component": t["component"],
+            "config": t["config"],
+            "quirks": t["quirks"],
+            "invariant": v["invariant"],
+            "steps": [{"op": st_["op"], "args": st_["args"]} for st_ in t["steps"]],
+        }
+        lines += ["", "```json", json.dumps(finding, sort_keys=True), "```", ""]
+    return lines
 
 
 def main() -> None:
@@ -192,6 +284,7 @@ def main() -> None:
         "catch it; neither the real manager nor this ideal model satisfies it, so it is not in the catalogue yet.",
         "",
     ]
+    lines += _registry_section(bfs)
     missing = set(QUIRKS) - set(CONSEQUENCE)
     assert not missing, missing
     (ROOT / "docs" / "findings.md").write_text("\n".join(lines))

@@ -77,10 +77,24 @@ for comp, name, cfg, sp, qs in LRU:
     ENTRIES.append({"name": name, "component": comp, "config": cfg, "space": sp, "quirks": qs})
 
 
+REG = {"hashes": 1, "states": 2, "publish_handles": 1, "arcs": 0, "publishers": 2, "max_pending": 1}
+REG_ENTRIES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("registry-ideal", REG, []),
+    ("registry-ideal-arcs", {**REG, "arcs": 1}, []),
+    ("registry-ideal-shared-3", {**REG, "states": 3, "publishers": 1, "shared": 1}, []),
+    ("registry-faithful", REG, sorted(faithful("kvbm_block_registry"))),
+]
+REG_ENTRIES += [(f"quirk-{q.name}-registry", REG, [q.name]) for q in quirks_of("kvbm_block_registry")]
+for name, sp, qs in REG_ENTRIES:
+    ENTRIES.append({"name": name, "component": "kvbm_block_registry", "config": {}, "space": sp, "quirks": qs})
+
+
 def space_of(entry: dict[str, Any]) -> explorer.Space:
     comp = entry.get("component", "kv_manager")
     if comp == "kv_manager":
         return explorer.KvSpace(**entry["space"])
+    if comp == "kvbm_block_registry":
+        return explorer.RegSpace(**entry["space"])
     return explorer.LruSpace(comp, **entry["space"])
 
 

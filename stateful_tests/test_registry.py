@@ -1,0 +1,203 @@
+"""The KVBM block registry: semantics examples (regressions of §3), the Hypothesis machine both
+directions, bad input, and the load-bearing ``remove_handle`` (§6 #21)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from kvmodel import explorer, machines, traces
+from kvmodel.model.errors import InvalidInput
+from kvmodel.model.quirks import faithful, quirks_of
+from kvmodel.model.registry import (
+    Block,
+    BlockAlreadyRegistered,
+    InvalidState,
+    Registry,
+    StateNotPartial,
+    TokenBlockIncomplete,
+)
+from kvmodel.systems import RegistrySystem
+
+C = "kvbm_block_registry"
+
+
+def _world(quirks: Any = ()) -> Registry:
+    m = Registry(quirks)
+    m.new_registry("a", "Device")
+    m.new_registry("b", "Device")
+    m.new_registry("h", "HostPinned")
+    return m
+
+
+def _texts(m: Registry) -> list[list[str]]:
+    return [[e.text() for e in batch] for batch in m.messages]
+
+
+def test_register_errors_leave_everything_untouched() -> None:
+    m = _world()
+    m.new_state("r")
+    with pytest.raises(InvalidState, match="Reset"):
+        m.register_block("a", "r")
+    m.initialize_sequence("r", 2)
+    with pytest.raises(InvalidState, match="Partial"):
+        m.register_block("a", "r")
+    with pytest.raises(TokenBlockIncomplete):
+        m.commit("r")
+    m.add_tokens("r", [1, 2])
+    m.commit("r")
+    with pytest.raises(StateNotPartial):
+        m.commit("r")
+    assert m.register_block("a", "r", "ph") == "ph"
+    before = m.key()
+    with pytest.raises(BlockAlreadyRegistered):
+        m.register_block("a", "r")
+    m.state_from_block("same", m.values["r"].block)  # type: ignore[union-attr]
+    with pytest.raises(BlockAlreadyRegistered):
+        m.register_block("a", "same")
+    m.drop("same")
+    assert m.key() == before and m.messages == []
+
+
+def test_second_pool_of_the_same_tier_reuses_the_handle_and_announces_nothing() -> None:
+    m = _world()
+    m.state_from_block("x", Block(7))
+    m.state_from_block("y", Block(7))
+    assert m.register_block("a", "x", "ph") == "ph"
+    assert m.register_block("b", "y") is None  # Ok(None): no PublishHandle, no second Register
+    m.drop("ph")
+    assert _texts(m) == [["Register(7, Device)"]]
+    m.drop("x")
+    assert _texts(m) == [["Register(7, Device)"]]  # y still holds the shared handle
+    m.drop("y")
+    assert _texts(m)[-1] == ["Remove(7, Device)"]
+
+
+def test_tiers_get_their_own_handle_unless_the_registry_is_untiered() -> None:
+    for quirks, want in (((), "ph2"), (("global_registry_untiered",), None)):
+        m = _world(quirks)
+        m.state_from_block("x", Block(7))
+        m.state_from_block("y", Block(7))
+        m.register_block("a", "x", "ph1")
+        assert m.register_block("h", "y", "ph2") == want
+
+
+def test_cleanup_race_with_and_without_the_403dd259_task() -> None:
+    """Drop, re-register before the task runs, then drain: the faithful task erases the live entry."""
+    for quirks, listed in (((), True), (("cleanup_erases_live_entry",), False)):
+        m = _world(quirks)
+        m.state_from_block("x", Block(7))
+        m.state_from_block("y", Block(7))
+        m.register_block("a", "x", "ph")
+        m.drop("x")
+        assert m.pools["a"].pending == [7]
+        m.register_block("a", "y")
+        assert m.is_registered("a", 7)
+        assert m.drain("a") == 7 and m.drain("a") is None
+        assert m.is_registered("a", 7) is listed
+        m.state_from_block("z", Block(7))
+        if listed:
+            with pytest.raises(BlockAlreadyRegistered):
+                m.register_block("a", "z")
+        else:
+            m.register_block("a", "z")  # a second live block handle for 7 in pool a
+            assert len(m.live_block_handles("a")[7]) == 2
+
+
+def test_publisher_batches_in_take_order_then_drops_its_arcs() -> None:
+    m = _world()
+    m.new_publisher("pub")
+    for n, h in (("x", 1), ("y", 2)):
+        m.state_from_block(n, Block(h))
+        m.register_block("a", n, f"ph{h}")
+    m.take_handle("pub", "ph2")
+    m.take_handle("pub", "ph1")
+    m.drop("x")  # the publisher still holds handle 1: no Remove yet
+    assert m.messages == []
+    m.publish("pub")
+    assert _texts(m) == [["Register(2, Device)", "Register(1, Device)"], ["Remove(1, Device)"]]
+    m.publish("pub")
+    m.drop("pub")
+    assert len(m.messages) == 2
+
+
+def test_remove_handle_is_load_bearing() -> None:
+    """§6 #21: were ``remove_handle`` to disarm, ``remove_handle; drop(ph); drop(arc)`` would Remove a
+    block that was never Registered — the catalogue's stream invariant catches that variant."""
+
+    class Disarming(RegistrySystem):
+        def _call(self, op: str, a: dict[str, Any]) -> Any:
+            out = super()._call(op, a)
+            if op == "remove_handle":
+                self.model.values[a["publish_handle"]].armed = False  # type: ignore[union-attr]
+            return out
+
+    steps = [
+        ("state_from_reset_apply_token_block", {"as": "s", "block": {"hash": 3}}),
+        ("register_block", {"registry": "device0", "state": "s", "as": "ph"}),
+        ("drop", {"value": "s"}),
+        ("remove_handle", {"publish_handle": "ph", "as": "arc"}),
+        ("drop", {"value": "ph"}),
+        ("drop", {"value": "arc"}),
+    ]
+    for cls, broken in ((RegistrySystem, set()), (Disarming, {"reg.remove_after_register"})):
+        s = cls({}, ())
+        seen: set[str] = set()
+        for op, args in steps:
+            seen |= {v.invariant for v in s.step(op, args).violations}
+        assert seen >= broken and (broken or not seen), (cls.__name__, seen)
+
+
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        ("drop", {"value": "ghost"}),
+        ("register_block", {"registry": "nowhere", "state": "s"}),
+        ("register_block", {"registry": "device0"}),
+        ("take_handle", {"publisher": "s", "publish_handle": "s"}),
+        ("new_registry", {"as": "device0"}),
+        ("state_from_reset_apply_token_block", {"block": {"hash": 2**64}}),
+        ("frobnicate", {}),
+    ],
+)
+def test_bad_input_is_a_typed_error_and_changes_nothing(op: str, args: dict[str, Any]) -> None:
+    s = RegistrySystem({}, ())
+    s.step("state_from_reset_apply_token_block", {"as": "s", "block": {"hash": 1}})
+    before = s.key()
+    out = s.step(op, args)
+    assert isinstance(out.error, InvalidInput) and "\n" not in str(out.error)
+    assert s.key() == before and not out.events and not out.violations
+
+
+def test_ideal_machine_holds() -> None:
+    run_state_machine_as_test(machines.machine_for(C, {}, quirks=()), settings=settings())
+
+
+@pytest.mark.parametrize("quirk", quirks_of(C), ids=lambda q: q.name)
+def test_each_quirk_is_found_by_hypothesis_and_replays(quirk: Any) -> None:
+    res = machines.run(C, quirks=(quirk.name,), target=quirk.breaks, max_examples=1500, steps=30, seed=0)
+    assert res.error is None, res.error
+    assert res.violation is not None and res.violation["invariant"] in quirk.breaks
+    assert res.trace is not None and traces.validate(res.trace) is None
+    rr = traces.replay(res.trace)
+    assert rr.divergence is None and rr.reproduces_recorded
+
+
+def test_faithful_machine_finds_a_counterexample() -> None:
+    res = machines.run(C, quirks=faithful(C), mode="faithful", seed=0, max_examples=1000)
+    assert res.violation is not None and res.trace is not None
+    assert traces.replay(res.trace).reproduces_recorded
+
+
+def test_hypothesis_lengths_against_the_bfs_minimum() -> None:
+    """Same world for both engines (the explorer's is a bounded version of the machine's)."""
+    space = explorer.RegSpace(hashes=1, states=2, publish_handles=1, arcs=0, publishers=2, max_pending=1)
+    for q in quirks_of(C):
+        bfs = explorer.explore({}, (q.name,), space)
+        res = machines.run(C, quirks=(q.name,), target=q.breaks, max_examples=1500, seed=0)
+        assert res.trace is not None and res.violation is not None
+        inv = res.violation["invariant"]
+        assert len(res.trace["steps"]) <= 2 * bfs.violations[inv]["depth"], q.name
