@@ -173,6 +173,49 @@ def _publication_once(c: StepContext) -> str | None:
     return None
 
 
+def _references_resolve(c: StepContext) -> str | None:
+    m: Registry = c.model
+    owners: dict[int, tuple[str, BlockState]] = {}
+    for n, v in sorted(m.values.items()):
+        if isinstance(v, BlockState) and v.kind == "Registered":
+            assert v.reg is not None and v.bh is not None and v.block is not None
+            if v.reg not in m.handles or v.bh not in m.block_handles:
+                return f"state {n!r} names a forgotten handle"
+            if m.handles[v.reg].block.sequence_hash != v.block.sequence_hash:
+                return f"state {n!r} of hash {v.block.sequence_hash} holds handle {v.reg} of another hash"
+            if m.block_handles[v.bh].sequence_hash != v.block.sequence_hash or not m.block_handles[v.bh].alive:
+                return f"state {n!r} holds a block handle of another hash or a dead one"
+            owners[v.bh] = (n, v)
+        elif isinstance(v, PublishHandle | int) and not (isinstance(v, bool)):
+            rid = v.reg if isinstance(v, PublishHandle) else v
+            if rid not in m.handles or not m.handles[rid].alive:
+                return f"{n!r} names a dead or unknown registration handle {rid}"
+        elif isinstance(v, Publisher) and any(r not in m.handles or not m.handles[r].alive for r in v.handles):
+            return f"publisher {n!r} holds a dead or unknown registration handle"
+    for pname, pool in sorted(m.pools.items()):
+        for h, b in sorted(pool.blocks.items()):
+            bh = m.block_handles.get(b)
+            if bh is None or bh.pool != pname or bh.sequence_hash != h:
+                return f"registry {pname!r} entry for hash {h} names block handle {b} of another pool or hash"
+            if bh.alive and b not in owners:
+                return f"registry {pname!r}: live block handle {b} has no registered state"
+            if not bh.alive and h not in pool.pending:
+                return f"registry {pname!r}: dead entry for hash {h} with nothing queued to clean it"
+    for g, reg in sorted(m.globals.items()):
+        for (h, t), r in sorted(reg.items(), key=lambda x: (x[0][0], str(x[0][1]))):
+            hd = m.handles.get(r)
+            if hd is None or hd.block.sequence_hash != h or (t is not None and hd.tier != t):
+                return f"global {g!r} entry ({h}, {t}) names a handle of another key"
+            if not hd.alive and "dead_global_entry_leaks" not in m.quirks:
+                return f"global {g!r} keeps the dead handle {r}"
+    for r, hd in sorted(m.handles.items()):
+        if hd.alive and hd.registered:
+            k = (hd.block.sequence_hash, None if m.untiered else hd.tier)
+            if m.globals.get(hd.scope, {}).get(k) != r:
+                return f"live handle {r} is not what its global key {k} names"
+    return None
+
+
 def _rejection_no_change(c: StepContext) -> str | None:
     if c.error is None or c.pre_key is None:
         return None
@@ -273,6 +316,16 @@ INVARIANTS: tuple[Invariant, ...] = (
         "A live handle not yet Registered has exactly one pending publication (an armed publish "
         "handle or a publisher entry); a Registered one has none.",
         _publication_once,
+        lemma=True,
+    ),
+    Invariant(
+        "reg.references_resolve",
+        C,
+        "state",
+        "Every reference resolves: states, publish handles, Arcs and publishers name live handles of "
+        "their hash; a live per-pool entry is held by a registered state, a dead one has its hash queued "
+        "for cleanup; a global entry names a handle of its key, and every live handle is what its key names.",
+        _references_resolve,
         lemma=True,
     ),
 )

@@ -35,7 +35,7 @@ ALIASES = {"registry": "kvbm_block_registry", "router": "kv_router_radix_tree", 
 ENGINE_COMPONENTS = {
     "hypothesis": CHECK_COMPONENTS[:4],
     "explore": CHECK_COMPONENTS[:4],
-    "z3": CHECK_COMPONENTS[:3],
+    "z3": CHECK_COMPONENTS[:4],
     "conform": ("kv_router_radix_tree",),
 }
 # The registry world `kvmodel check` explores exhaustively (seconds on 2 cores).
@@ -274,6 +274,8 @@ def _z3_small(comp: str) -> dict[str, Any]:
             "partials": sp["partials"],
             "max_batch": sp["max_batch"],
         }
+    if comp == "kvbm_block_registry":
+        return dict(CHECK_REGISTRY_SPACE)
     return {"objects": 2, "max_queue": 4, "cleanup_threshold": 1} if comp == "lru_evictor_wallclock" else {}
 
 
@@ -525,7 +527,17 @@ def cmd_explore(args: argparse.Namespace) -> int:
 def _spec_config(args: argparse.Namespace) -> dict[str, Any]:
     """The spec universe from the command line (only options the user gave; spec defaults
     otherwise: kv_manager capacity 4 with 6 full blocks and 1 partial, batches of 2)."""
-    if args.component == "kv_manager":
+    args.component = canonical_component(args.component)
+    if args.component == "kvbm_block_registry":
+        keys = {
+            "hashes": "hashes",
+            "states": "states",
+            "publish_handles": "publish_handles",
+            "arcs": "arcs",
+            "publishers": "publishers",
+            "max_pending": "max_pending",
+        }
+    elif args.component == "kv_manager":
         keys = {"capacity": "max_capacity", "blocks": "n_full", "partials": "partials", "max_batch": "max_batch"}
     elif args.component == "lru_evictor_wallclock":
         keys = {"objects": "objects", "max_queue": "max_queue", "cleanup_threshold": "cleanup_threshold"}
@@ -620,7 +632,7 @@ def cmd_bmc(args: argparse.Namespace) -> int:
     else:
         print(
             f"{rep['component']} {rep['mode']}: BMC to depth {rep['depth']} over {rep['universe']} "
-            f"({rep['width']}-bit), {rep['seconds']:.2f}s"
+            f"({str(rep['width']) + '-bit' if rep['width'] else 'integers'}), {rep['seconds']:.2f}s"
         )
         _print_rows(rep["invariants"])
         print(f"{len(rep['traces'])} counterexample trace(s), each replayed on the executable model")
@@ -828,6 +840,12 @@ def build_parser() -> argparse.ArgumentParser:
         z.add_argument("--objects", type=int, help="LRU: objects (default 3)")
         z.add_argument("--max-queue", type=int, help="LRU wall-clock: lazy-queue slots (default 6)")
         z.add_argument("--cleanup-threshold", type=int, help="LRU wall-clock: cleanup threshold (default 1)")
+        z.add_argument("--hashes", type=int, help="registry: sequence hashes (default 1)")
+        z.add_argument("--states", type=int, help="registry: block-state slots (default 2)")
+        z.add_argument("--publish-handles", type=int, help="registry: publish-handle slots (default 1)")
+        z.add_argument("--arcs", type=int, help="registry: caller Arc slots (default 0)")
+        z.add_argument("--publishers", type=int, help="registry: publisher slots (default 2)")
+        z.add_argument("--max-pending", type=int, help="registry: undrained drops per registry (default 1)")
         zg = z.add_mutually_exclusive_group()
         zg.add_argument("--faithful", action="store_true", help="all quirks on")
         zg.add_argument("--ideal", action="store_true", help="no quirks")
@@ -885,6 +903,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    comp = getattr(args, "component", None)
+    if isinstance(comp, str):
+        args.component = canonical_component(comp)
+    elif isinstance(comp, list):
+        args.component = [canonical_component(c) for c in comp]
     try:
         rc: int = args.func(args)
         return rc

@@ -49,7 +49,14 @@ def _lru(component: str) -> Callable[[dict[str, Any], Iterable[str]], Spec]:
     return make
 
 
+def _registry(config: dict[str, Any], quirks: Iterable[str]) -> Spec:
+    from kvmodel.specs.registry import make_spec
+
+    return make_spec(config, quirks)
+
+
 SPECS: dict[str, Callable[[dict[str, Any], Iterable[str]], Spec]] = {
+    "kvbm_block_registry": _registry,
     "kv_manager": _kv,
     "lru_evictor_wallclock": _lru("lru_evictor_wallclock"),
     "lru_evictor_counter": _lru("lru_evictor_counter"),

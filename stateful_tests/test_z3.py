@@ -122,6 +122,41 @@ def test_faithful_kv_manager_two_invariants_hold_for_every_state() -> None:
     assert proved == {"kv.refcount_positive", "kv.capacity_bound"}
 
 
+REGISTRY_UNIVERSES: list[dict[str, Any]] = [
+    {},
+    {"arcs": 1},
+    {
+        "hashes": 2,
+        "states": 3,
+        "publish_handles": 2,
+        "arcs": 1,
+        "max_pending": 2,
+        "registries": [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]],
+    },
+]
+
+
+@pytest.mark.parametrize("cfg", REGISTRY_UNIVERSES, ids=["check", "arcs", "wide"])
+def test_prove_registry_ideal(cfg: dict[str, Any]) -> None:
+    rep = prove("kvbm_block_registry", cfg, max_k=1)
+    assert rep["all_proved"], [r for r in rep["invariants"] if r["status"] != "proved"]
+    assert len(rep["invariants"]) == 9
+
+
+def test_registry_without_its_lemmas_is_not_1_inductive() -> None:
+    spec = make_spec("kvbm_block_registry", {})
+    spec.ts.properties = tuple(p for p in spec.ts.properties if not p.lemma)
+    res = {r.name: r.status for r in k_induction(spec.ts, max_k=1)}
+    assert "cti" in res.values()
+
+
+def test_faithful_registry_keeps_one_handle_per_key() -> None:
+    rep = prove("kvbm_block_registry", {}, faithful("kvbm_block_registry"), max_k=1)
+    st = {r["invariant"]: r["status"] for r in rep["invariants"]}
+    assert st["reg.one_registration_per_key"] == "proved" and st["reg.references_resolve"] == "proved"
+    assert st["reg.pool_lists_iff_live"] != "proved"
+
+
 @pytest.mark.parametrize("component", LRUS)
 def test_prove_lru_ideal_needs_its_lemmas(component: str) -> None:
     spec = make_spec(component, {})
@@ -135,7 +170,7 @@ def test_prove_lru_ideal_needs_its_lemmas(component: str) -> None:
 def test_spec_lemmas_are_in_the_catalogue() -> None:
     from kvmodel.invariants import for_component
 
-    for comp in ("kv_manager", *LRUS):
+    for comp in ("kv_manager", *LRUS, "kvbm_block_registry"):
         spec = make_spec(comp, {})
         cat = {i.name: i for i in for_component(comp)}
         for p in spec.ts.properties:
@@ -147,10 +182,17 @@ def test_spec_lemmas_are_in_the_catalogue() -> None:
 
 
 def _bmc_entries() -> list[dict[str, Any]]:
-    return [e for e in MANIFEST if e["expect"]["violations"] and e["component"] in ("kv_manager", *LRUS)]
+    comps = ("kv_manager", *LRUS, "kvbm_block_registry")
+    return [e for e in MANIFEST if e["expect"]["violations"] and e["component"] in comps]
 
 
 def _spec_config(e: dict[str, Any]) -> dict[str, Any]:
+    if e["component"] == "kvbm_block_registry":
+        sp = dict(e["space"])
+        shared = sp.pop("shared", False)
+        if shared:
+            sp["registries"] = [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]]
+        return sp
     if e["component"] == "kv_manager":
         sp = e["space"]
         return {

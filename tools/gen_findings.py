@@ -146,9 +146,10 @@ def _registry_section(bfs: dict[str, dict[str, int]]) -> list[str]:
         "`PublishHandle::remove_handle` not disarming (§6 #21) is not a switchable quirk: it is load-bearing.",
         "`register_block` itself calls `remove_handle` to keep the state's Arc, and the Register-before-Remove",
         "guarantee (§3.7 #3) rests on the armed handle. A variant where `remove_handle` disarms makes",
-        "`remove_handle(ph); drop(ph); drop(arc)` emit a Remove for a block never Registered (mutant",
-        "`remove_handle_disarms` in the mutation benchmark). Its user-facing hazard is the name: a caller who",
-        "takes the Arc out expecting to publish it some other way gets a second Register when the handle drops.",
+        "`remove_handle(ph); drop(ph); drop(arc)` emit a Remove for a block never Registered, which",
+        "`reg.remove_after_register` catches (`stateful_tests/test_registry.py::test_remove_handle_is_load_bearing`).",
+        "Its user-facing hazard is the name: a caller who takes the Arc out expecting to publish it some other",
+        "way gets a second Register when the handle drops.",
         "",
     ]
     for q in quirks_of("kvbm_block_registry"):
