@@ -263,6 +263,8 @@ def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str,
 # The universes `kvmodel check` gives Z3: proofs on the spec defaults (kv_manager: capacity 4,
 # 6 full blocks and 1 partial), per-quirk BMC on the small universe the explorer uses.
 CHECK_BMC_DEPTH = 6
+# The registry's quirks need more steps (its deepest BFS minimum is 8: a third registration).
+BMC_DEPTHS = {"kvbm_block_registry": 8}
 
 
 def _z3_small(comp: str) -> dict[str, Any]:
@@ -358,14 +360,14 @@ def _check_z3(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]
             rep.pop("_results")
             row(comp, "ideal (k-induction)", "pass" if rep["all_proved"] else "FAIL", rep, None)
         if mode == "faithful":
-            rep = run_bmc(comp, CHECK_BMC_DEPTH, _z3_small(comp), faithful(comp), out=out_dir)
+            rep = run_bmc(comp, BMC_DEPTHS.get(comp, CHECK_BMC_DEPTH), _z3_small(comp), faithful(comp), out=out_dir)
             bad = any(r["status"] == "violated" for r in rep["invariants"])
             row(comp, "faithful (BMC)", "VIOLATION" if bad else "pass", rep, None)
         if mode == "both":
             for q in quirks_of(comp):
                 rep = run_bmc(
                     comp,
-                    CHECK_BMC_DEPTH,
+                    BMC_DEPTHS.get(comp, CHECK_BMC_DEPTH),
                     _z3_small(comp),
                     (q.name, *q.requires),
                     out=out_dir,
