@@ -24,11 +24,11 @@ from hypothesis.stateful import run_state_machine_as_test
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hypothesis_throughput import _settings, peer  # noqa: E402
+from hypothesis_throughput import _settings, peer
 
-from kvmodel import __version__, explorer, machines  # noqa: E402
-from kvmodel.model.quirks import quirks_of  # noqa: E402
-from kvmodel.specs.runner import prove, run_bmc  # noqa: E402
+from kvmodel import __version__, explorer, machines
+from kvmodel.model.quirks import quirks_of
+from kvmodel.specs.runner import prove, run_bmc
 
 ROOT = Path(__file__).resolve().parents[1]
 C = "kvbm_block_registry"

@@ -489,7 +489,10 @@ class ExploreResult:
             "seconds": round(self.seconds, 3),
             "states_per_second": round(self.states_per_second, 1),
             "bytes_per_state": round(self.bytes_per_state, 1),
-            "violations": {k: {x: y for x, y in v.items() if x != "trace"} for k, v in self.violations.items()},
+            "violations": {
+                k: {x: y for x, y in v.items() if x not in ("trace", "found_after_s")}
+                for k, v in self.violations.items()
+            },
             "witnesses": self.witnesses,
             "missing_witnesses": self.missing_witnesses,
             "coverage": self.coverage,
@@ -519,6 +522,7 @@ def explore(
     max_states: int = 2_000_000,
     graph: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
+    stop_on_violation: bool = False,
 ) -> ExploreResult:
     """Breadth-first search of a component's reachable states (KV manager by default)."""
     sp: Space = space or KvSpace()
@@ -546,6 +550,9 @@ def explore(
         return out
 
     while queue:
+        if stop_on_violation and res.violations:
+            res.complete = False
+            break
         k, s = queue.popleft()
         d = parent[k][2]
         ok_any = False
@@ -572,6 +579,7 @@ def explore(
                         "message": v.message,
                         "steps": len(steps),
                         "trace": steps,
+                        "found_after_s": round(time.perf_counter() - t0, 4),
                     }
             if out.ctx is not None:
                 for w in ws:

@@ -60,6 +60,7 @@ class _Base(RuleBasedStateMachine):
     target: ClassVar[frozenset[str] | None] = None
     failures: ClassVar[list[tuple[list[tuple[str, Any]], str, str]]]
     steps_run: ClassVar[list[int]]
+    first_failure_at: ClassVar[list[float]]
 
     def __init__(self) -> None:
         super().__init__()
@@ -83,6 +84,8 @@ class _Base(RuleBasedStateMachine):
     def _judge(self, out: Outcome) -> None:
         for v in out.violations:
             if self.target is None or v.invariant in self.target:
+                if not self.failures:
+                    self.first_failure_at.append(time.perf_counter())
                 self.failures.append((list(self.log), v.invariant, v.message))
                 raise InvariantViolated(f"{v.invariant}: {v.message}")
 
@@ -276,7 +279,7 @@ class LruMachine(_Base):
     """Rules: insert (same or later clock), remove, evict, len, push_front (counter only)."""
 
     component = "lru_evictor_wallclock"
-    config: ClassVar[dict[str, Any]] = {"cleanup_threshold": 1}
+    config: ClassVar[dict[str, Any]] = {"cleanup_threshold": 2}  # stale queue entries survive a while
     quirks = frozenset()
 
     def __init__(self) -> None:
@@ -519,6 +522,7 @@ class HypothesisResult:
     violation: dict[str, Any] | None = None
     trace: dict[str, Any] | None = None
     error: str | None = None
+    seconds_to_first_failure: float | None = None
 
     @property
     def steps_per_second(self) -> float:
@@ -564,6 +568,7 @@ def machine_for(
         "target": None if target is None else frozenset(target),
         "failures": [],
         "steps_run": [0],
+        "first_failure_at": [],
     }
     if isinstance(sys_, LruSystem):
         attrs_["config"] = sys_.config
@@ -626,6 +631,8 @@ def run(
     except (WrongError, Flaky) as e:
         res.error = f"{type(e).__name__}: {e}"
     res.seconds = time.perf_counter() - t0
+    if machine.first_failure_at:
+        res.seconds_to_first_failure = machine.first_failure_at[0] - t0
     res.examples = examples[0]
     res.steps = machine.steps_run[0]
     return res

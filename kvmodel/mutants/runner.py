@@ -1,0 +1,225 @@
+"""Run the mutant catalogue against the engines: killed or not, time to kill, counterexample length.
+
+Engines:
+
+* ``hypothesis`` — the component's machine on its ideal configuration (seed 0, up to 1,000
+  examples of 30 steps), any invariant or documented-error check counting;
+* ``explore`` — exhaustive BFS of the bounded world ``kvmodel check`` explores (the same for
+  every mutant); its first violation is at the minimal depth, which is the reference length;
+* ``z3`` — the mutant's executable steps checked against the *ideal* Z3 transition relation
+  (random runs, ``kvmodel.specs.runner.agreement_run``): trace validation of an implementation
+  against the spec. KV manager and LRU evictors (the registry spec has no agreement runs).
+
+A mutant is killed by the default ``kvmodel check`` when ``hypothesis`` or ``explore`` kills it.
+Each mutant runs in the same process with its edit applied for the duration of its checks only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kvmodel import explorer, machines
+from kvmodel.mutants import Mutant, applied
+from kvmodel.mutants.catalogue import MUTANTS
+
+ENGINES = ("hypothesis", "explore", "z3")
+DEFAULT_ENGINES = ("hypothesis", "explore")
+
+# The worlds: the explorer's bounded configuration of ``kvmodel check``; Hypothesis runs the
+# same configuration (its machine's universe is a superset of the explorer's).
+WORLDS: dict[str, tuple[dict[str, Any], Callable[[], explorer.Space]]] = {
+    "kv_manager": (
+        {"max_capacity": 2},
+        lambda: explorer.KvSpace(n_full=3, partials=1, max_batch=2, max_refcount=2),
+    ),
+    "lru_evictor_wallclock": (
+        {"cleanup_threshold": 2},
+        lambda: explorer.LruSpace("lru_evictor_wallclock", objects=2, max_queue=4),
+    ),
+    "lru_evictor_counter": ({}, lambda: explorer.LruSpace("lru_evictor_counter", objects=2, max_queue=4)),
+    "kvbm_block_registry": (
+        {},
+        lambda: explorer.RegSpace(hashes=1, states=2, publish_handles=1, arcs=0, publishers=2, max_pending=1),
+    ),
+}
+
+
+# A mutant may make the bounded world infinite (a leak grows a list without bound); the search
+# stops at its first violation (at the minimal depth: BFS) and otherwise after this many states.
+MAX_STATES = 30_000
+
+
+def _explore(m: Mutant) -> dict[str, Any]:
+    cfg, space = WORLDS[m.component]
+    t0 = time.perf_counter()
+    try:
+        r = explorer.explore(cfg, (), space(), stop_on_violation=True, max_states=MAX_STATES)
+    except Exception as e:  # a crash of the mutated model is a kill too
+        return {"killed": True, "how": f"crash: {type(e).__name__}: {e}", "seconds": time.perf_counter() - t0}
+    if not r.violations:
+        how = f"vacuous: witnesses missing {r.missing_witnesses}" if r.missing_witnesses and r.complete else None
+        return {"killed": how is not None, "how": how, "seconds": r.seconds, "minimum": None}
+    inv = min(r.violations, key=lambda n: (r.violations[n]["depth"], n))
+    v = r.violations[inv]
+    return {
+        "killed": True,
+        "how": inv,
+        "seconds": v["found_after_s"],
+        "length": v["depth"],
+        "minimum": v["depth"],
+        "minima": {k: x["depth"] for k, x in sorted(r.violations.items())},
+    }
+
+
+def _hypothesis(m: Mutant, seed: int, max_examples: int) -> dict[str, Any]:
+    cfg, _ = WORLDS[m.component]
+    t0 = time.perf_counter()
+    try:
+        r = machines.run(m.component, config=cfg, quirks=(), seed=seed, max_examples=max_examples, steps=30)
+    except Exception as e:
+        return {"killed": True, "how": f"crash: {type(e).__name__}: {e}", "seconds": time.perf_counter() - t0}
+    if r.violation is not None and r.trace is not None:
+        first = r.seconds_to_first_failure if r.seconds_to_first_failure is not None else r.seconds
+        return {
+            "killed": True,
+            "how": r.violation["invariant"],
+            "seconds": first,
+            "seconds_with_shrinking": r.seconds,
+            "length": len(r.trace["steps"]),
+        }
+    if r.error is not None:
+        return {"killed": True, "how": r.error.split(":")[0], "seconds": r.seconds}
+    return {"killed": False, "how": None, "seconds": r.seconds}
+
+
+def _kv_moves() -> list[tuple[str, Any]]:
+    return [("process", a.to_json()) for a in explorer.KvSpace(3, 1, 2, 2).actions()]
+
+
+def _lru_moves(component: str) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = [("evict", {}), ("len", {})]
+    for o in range(3):
+        out += [("remove", {"object": o})]
+        if component == "lru_evictor_wallclock":
+            out += [("insert", {"object": o, "tick": 0}), ("insert", {"object": o, "tick": 1})]
+        else:
+            out += [("insert", {"object": o}), ("push_front", {"object": o})]
+    return out
+
+
+def _z3(m: Mutant) -> dict[str, Any]:
+    from kvmodel.specs.runner import Disagreement, agreement_run
+
+    if m.component == "kv_manager":
+        cfg: dict[str, Any] = {"max_capacity": 2, "n_full": 3, "partials": 1, "max_batch": 2}
+        moves = _kv_moves()
+    elif m.component.startswith("lru"):
+        cfg = {"objects": 3, "cleanup_threshold": 2, "max_queue": 8} if "wall" in m.component else {"objects": 3}
+        moves = _lru_moves(m.component)
+    else:
+        return {"killed": None, "how": "no agreement runs for this spec", "seconds": 0.0}
+    t0 = time.perf_counter()
+    cache: dict[str, Any] = {}
+    for seed in range(10):
+        try:
+            agreement_run(m.component, cfg, (), steps=60, seed=seed, moves=moves, cache=cache)
+        except Disagreement as e:
+            return {
+                "killed": True,
+                "how": "disagrees with the spec",
+                "seconds": time.perf_counter() - t0,
+                "detail": str(e)[:300],
+            }
+        except Exception as e:
+            return {"killed": True, "how": f"crash: {type(e).__name__}", "seconds": time.perf_counter() - t0}
+    return {"killed": False, "how": None, "seconds": time.perf_counter() - t0}
+
+
+def run(
+    engines: Iterable[str] = DEFAULT_ENGINES,
+    *,
+    only: Iterable[str] | None = None,
+    seed: int = 0,
+    max_examples: int = 1000,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    engines = list(engines)
+    wanted = set(only or [])
+    rows = []
+    t_all = time.perf_counter()
+    for m in MUTANTS:
+        if wanted and m.name not in wanted:
+            continue
+        row: dict[str, Any] = {**m.to_json(), "engines": {}}
+        with applied(m):
+            if "explore" in engines or "hypothesis" in engines:
+                row["engines"]["explore"] = ex = _explore(m)
+                row["bfs_minimum"] = ex.get("minimum")
+                if "explore" not in engines:
+                    del row["engines"]["explore"]
+            if "hypothesis" in engines:
+                h = _hypothesis(m, seed, max_examples)
+                minima = ex.get("minima") or {}
+                ref = minima.get(h.get("how") or "", ex.get("minimum"))
+                if h.get("length") and ref:
+                    h["length_over_minimum"] = round(h["length"] / ref, 3)
+                row["engines"]["hypothesis"] = h
+            if "z3" in engines:
+                row["engines"]["z3"] = _z3(m)
+        row["killed_by_check"] = any(
+            row["engines"].get(e, {}).get("killed") for e in DEFAULT_ENGINES if e in row["engines"]
+        )
+        verdicts = [x.get("killed") for x in row["engines"].values() if x.get("killed") is not None]
+        row["killed"] = any(verdicts) if verdicts else None  # None: no engine applies to it
+        rows.append(row)
+        if progress is not None:
+            progress(_line(row))
+    return {
+        "engines": engines,
+        "seed": seed,
+        "mutants": rows,
+        "summary": summarize(rows, engines),
+        "seconds": round(time.perf_counter() - t_all, 2),
+    }
+
+
+def summarize(rows: list[dict[str, Any]], engines: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"mutants": len(rows), "killed": sum(1 for r in rows if r["killed"])}
+    out["not_applicable"] = sum(1 for r in rows if r["killed"] is None)
+    out["killed_by_default_check"] = sum(1 for r in rows if r["killed_by_check"])
+    per: dict[str, Any] = {}
+    for e in engines:
+        applicable = [r["engines"][e] for r in rows if e in r["engines"] and r["engines"][e].get("killed") is not None]
+        killed = [x for x in applicable if x["killed"]]
+        times = [x["seconds"] for x in killed]
+        ratios = [x["length_over_minimum"] for x in killed if "length_over_minimum" in x]
+        per[e] = {
+            "applicable": len(applicable),
+            "killed": len(killed),
+            "kill_rate": round(len(killed) / len(applicable), 3) if applicable else None,
+            "median_seconds_to_kill": round(statistics.median(times), 3) if times else None,
+            "max_seconds_to_kill": round(max(times), 3) if times else None,
+        }
+        if ratios:
+            per[e]["median_length_over_minimum"] = round(statistics.median(ratios), 3)
+            per[e]["max_length_over_minimum"] = round(max(ratios), 3)
+            per[e]["within_1_2_of_minimum"] = sum(1 for x in ratios if x <= 1.2)
+    out["per_engine"] = per
+    return out
+
+
+def _line(row: dict[str, Any]) -> str:
+    parts = []
+    for e, x in row["engines"].items():
+        if x.get("killed") is None:
+            parts.append(f"{e}: n/a")
+        elif x["killed"]:
+            ln = f", {x['length']} steps" if "length" in x else ""
+            parts.append(f"{e}: killed {x['seconds']:.2f}s{ln} ({x['how']})")
+        else:
+            parts.append(f"{e}: SURVIVED")
+    head = "N/A    " if row["killed"] is None else "KILLED " if row["killed"] else "ALIVE  "
+    return f"{head} {row['name']:<38} " + "; ".join(parts)
