@@ -134,7 +134,7 @@ def _index() -> list[str]:
         "|---|---|---|---|---|",
     ]
     for q, comp, inv, n, real in INDEX:
-        out.append(f"| `{q}` | {comp} | `{inv}` | {n} steps | {real} |")
+        out.append(f"| `{q}` | {comp} | `{inv}` | {n} step{'' if n == 1 else 's'} | {real} |")
     out += [
         "",
         "In every row the ideal variant (the quirk off) is proved by k-induction (`kvmodel prove --component",
