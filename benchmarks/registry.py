@@ -97,18 +97,8 @@ def exploring() -> list[dict[str, Any]]:
 
 
 def z3_rows() -> dict[str, Any]:
-    universes = {
-        "check": {},
-        "arcs": {"arcs": 1},
-        "wide": {
-            "hashes": 2,
-            "states": 3,
-            "publish_handles": 2,
-            "arcs": 1,
-            "max_pending": 2,
-            "registries": [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]],
-        },
-    }
+    from kvmodel.specs.registry import UNIVERSES as universes
+
     proofs = {}
     for name, cfg in universes.items():
         rep = prove(C, cfg, max_k=1)

@@ -65,30 +65,23 @@ def _fault(name: str) -> Any:
     return check
 
 
-def _holders(m: Registry) -> Counter[int]:
-    """Arcs per registration handle, counted from the values that hold them."""
+def _holders(m: Registry, publications_only: bool = False) -> Counter[int]:
+    """Arcs per registration handle, counted from the values that hold them; with
+    ``publications_only``, only pending publications (armed publish handles, publisher entries)."""
     out: Counter[int] = Counter()
     for v in m.values.values():
-        if isinstance(v, BlockState):
+        if isinstance(v, PublishHandle):
+            if v.armed or not publications_only:
+                out[v.reg] += 1
+        elif isinstance(v, Publisher):
+            out.update(v.handles)
+        elif publications_only:
+            continue
+        elif isinstance(v, BlockState):
             if v.reg is not None:
                 out[v.reg] += 1
-        elif isinstance(v, PublishHandle):
-            out[v.reg] += 1
-        elif isinstance(v, Publisher):
-            out.update(v.handles)
         else:
             out[v] += 1
-    return out
-
-
-def _publications(m: Registry) -> Counter[int]:
-    """Pending publications per handle: armed PublishHandles and Publisher entries."""
-    out: Counter[int] = Counter()
-    for v in m.values.values():
-        if isinstance(v, PublishHandle) and v.armed:
-            out[v.reg] += 1
-        elif isinstance(v, Publisher):
-            out.update(v.handles)
     return out
 
 
@@ -162,7 +155,7 @@ def _arc_count(c: StepContext) -> str | None:
 
 def _publication_once(c: StepContext) -> str | None:
     m: Registry = c.model
-    pend = _publications(m)
+    pend = _holders(m, publications_only=True)
     for r, h in sorted(m.handles.items()):
         if not h.alive:
             continue

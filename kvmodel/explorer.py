@@ -37,7 +37,7 @@ import attrs
 
 from kvmodel import invariants, traces
 from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
-from kvmodel.model.errors import InvalidInput
+from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.lru import WallClockLRU
 from kvmodel.systems import KvManagerSystem, LruSystem, System
 
@@ -52,10 +52,7 @@ class KvSpace:
     max_refcount: int = 2
 
     def __attrs_post_init__(self) -> None:
-        for name in ("n_full", "partials", "max_batch", "max_refcount"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        require_naturals(self, ("n_full", "partials", "max_batch", "max_refcount"))
         if self.max_batch < 1 or self.max_refcount < 1:
             raise InvalidInput("max_batch and max_refcount must be at least 1")
 
@@ -247,10 +244,7 @@ class RegSpace:
         return [["device0", "Device"], *([["device1", "Device"]] if self.shared else []), ["host", "HostPinned"]]
 
     def __attrs_post_init__(self) -> None:
-        for name in ("hashes", "states", "publish_handles", "arcs", "publishers", "max_pending"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        require_naturals(self, ("hashes", "states", "publish_handles", "arcs", "publishers", "max_pending"))
 
     def to_json(self) -> dict[str, int]:
         return {k: int(v) for k, v in attrs.asdict(self).items()}

@@ -33,6 +33,14 @@ class InvalidInput(ModelError):
     id = "invalid input"
 
 
+def require_naturals(obj: object, names: tuple[str, ...]) -> None:
+    """Each named attribute of ``obj`` is a non-negative integer (a usize), else ``InvalidInput``."""
+    for name in names:
+        v = getattr(obj, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+
+
 # --- old mocker KV manager (lib/llm/src/mocker/kv_manager.rs) -------------------------
 
 

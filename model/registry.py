@@ -39,6 +39,7 @@ from typing import Any, Literal
 import attrs
 
 from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.model.events import _u64
 from kvmodel.model.hashing import block_hash as _block_hash
 
 TIERS = ("Device", "HostPinned", "Disk")
@@ -112,12 +113,6 @@ class Block:
         if self.external is not None or self.external_parent is not None:
             out["external"] = [self.external, self.external_parent]
         return out
-
-
-def _u64(v: Any, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**64:
-        raise InvalidInput(f"{what} must be a u64, got {v!r}")
-    return v
 
 
 def _opt_u64(v: Any, what: str) -> int | None:

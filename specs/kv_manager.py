@@ -41,6 +41,7 @@ from kvmodel.model.errors import (
     PromoteMissing,
     PromoteNotResident,
     PromoteParentUnknown,
+    require_naturals,
 )
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Operation, Property, State, Step, TransitionSystem
@@ -87,10 +88,7 @@ class KvUniverse:
     channel: bool = True
 
     def __attrs_post_init__(self) -> None:
-        for name in ("max_capacity", "n_full", "partials", "max_batch"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        require_naturals(self, ("max_capacity", "n_full", "partials", "max_batch"))
         if self.max_batch < 1 or self.n_full + self.partials < 1:
             raise InvalidInput("max_batch and the number of blocks must be at least 1")
 

@@ -33,7 +33,7 @@ from typing import Any
 import attrs
 import z3
 
-from kvmodel.model.errors import InvalidInput
+from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Operation, Property, State, Step, TransitionSystem
 
@@ -48,10 +48,7 @@ class LruUniverse:
     cleanup_threshold: int = 1
 
     def __attrs_post_init__(self) -> None:
-        for name in ("objects", "max_queue", "cleanup_threshold"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        require_naturals(self, ("objects", "max_queue", "cleanup_threshold"))
         if self.objects < 1 or self.max_queue < 1:
             raise InvalidInput("objects and max_queue must be at least 1")
 

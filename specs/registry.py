@@ -26,7 +26,7 @@ from typing import Any
 import attrs
 import z3
 
-from kvmodel.model.errors import InvalidInput
+from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Operation, Property, Sort, State, Step, TransitionSystem
 
@@ -45,10 +45,7 @@ class RegUniverse:
     registries: tuple[tuple[str, str], ...] = (("device0", "Device"), ("host", "HostPinned"))
 
     def __attrs_post_init__(self) -> None:
-        for name in ("hashes", "states", "publish_handles", "arcs", "publishers", "max_pending"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        require_naturals(self, ("hashes", "states", "publish_handles", "arcs", "publishers", "max_pending"))
         if self.hashes < 1 or not self.registries:
             raise InvalidInput("the registry spec needs at least one hash and one registry")
 
@@ -64,6 +61,22 @@ class RegUniverse:
         d = attrs.asdict(self)
         d["registries"] = [list(r) for r in self.registries]
         return d
+
+
+# Universes the proofs are run on (tests and benchmarks/registry.py): the kvmodel check world,
+# the same with a caller Arc slot, and a wider one.
+UNIVERSES: dict[str, dict[str, Any]] = {
+    "check": {},
+    "arcs": {"arcs": 1},
+    "wide": {
+        "hashes": 2,
+        "states": 3,
+        "publish_handles": 2,
+        "arcs": 1,
+        "max_pending": 2,
+        "registries": [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]],
+    },
+}
 
 
 def _cnt(bs: list[Any]) -> Any:
@@ -172,17 +185,18 @@ class RegistrySpec:
         return e
 
     def _gsel(self, s: State, h: Any, t: Any) -> Any:
-        e: Any = z3.IntVal(0)
-        for hh in range(self.NH):
-            for tt in range(self.T):
-                e = z3.If(z3.And(h == hh, t == tt), s[f"G{hh}_{tt}"], e)
-        return e
+        return self._grid(s, "G", h, t, self.NH, self.T)
 
     def _bsel(self, s: State, p: Any, h: Any) -> Any:
+        return self._grid(s, "B", p, h, self.P, self.NH)
+
+    @staticmethod
+    def _grid(s: State, prefix: str, a: Any, b: Any, na: int, nb: int) -> Any:
+        """``prefix{a}_{b}`` for symbolic indices (0 outside the grid)."""
         e: Any = z3.IntVal(0)
-        for pp in range(self.P):
-            for hh in range(self.NH):
-                e = z3.If(z3.And(p == pp, h == hh), s[f"B{pp}_{hh}"], e)
+        for x in range(na):
+            for y in range(nb):
+                e = z3.If(z3.And(a == x, b == y), s[f"{prefix}{x}_{y}"], e)
         return e
 
     def finish(self, s: State, post: dict[str, Any], published: list[Any] | None = None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from kvmodel.explorer import KvSpace, LruSpace
 from kvmodel.model.quirks import QUIRKS, faithful, quirks_of
 from kvmodel.specs import make_spec
 from kvmodel.specs.engine import Operation, Property, TransitionSystem, bmc, k_induction
+from kvmodel.specs.registry import UNIVERSES as REG_UNIVERSES
 from kvmodel.specs.runner import Disagreement, agreement_run, prove, run_bmc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,21 +123,7 @@ def test_faithful_kv_manager_two_invariants_hold_for_every_state() -> None:
     assert proved == {"kv.refcount_positive", "kv.capacity_bound"}
 
 
-REGISTRY_UNIVERSES: list[dict[str, Any]] = [
-    {},
-    {"arcs": 1},
-    {
-        "hashes": 2,
-        "states": 3,
-        "publish_handles": 2,
-        "arcs": 1,
-        "max_pending": 2,
-        "registries": [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]],
-    },
-]
-
-
-@pytest.mark.parametrize("cfg", REGISTRY_UNIVERSES, ids=["check", "arcs", "wide"])
+@pytest.mark.parametrize("cfg", list(REG_UNIVERSES.values()), ids=list(REG_UNIVERSES))
 def test_prove_registry_ideal(cfg: dict[str, Any]) -> None:
     rep = prove("kvbm_block_registry", cfg, max_k=1)
     assert rep["all_proved"], [r for r in rep["invariants"] if r["status"] != "proved"]
