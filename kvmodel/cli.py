@@ -927,8 +927,8 @@ def build_parser() -> argparse.ArgumentParser:
     mu = sub.add_parser("mutants", help="the mutation benchmark: seeded bugs against the engines")
     mu.add_argument(
         "--engine",
-        choices=["hypothesis", "explore", "z3", "all", "default"],
-        help="default: hypothesis and explore (what kvmodel check runs on a model); z3: the mutant's "
+        choices=["hypothesis", "explore", "z3", "conform", "all", "default"],
+        help="default: hypothesis, explore and conform (what kvmodel check runs); z3: the mutant's "
         "steps checked against the ideal Z3 relation",
     )
     mu.add_argument("--only", action="append", help="only this mutant (repeatable)")

@@ -6,11 +6,14 @@ Engines:
   examples of 30 steps), any invariant or documented-error check counting;
 * ``explore`` — exhaustive BFS of the bounded world ``kvmodel check`` explores (the same for
   every mutant); its first violation is at the minimal depth, which is the reference length;
+* ``conform`` — the router's radix tree against the real ``RadixTree`` of ai-dynamo-runtime 1.6.1
+  (200 generated adversarial workloads, ``kvmodel conform``); router mutants only;
 * ``z3`` — the mutant's executable steps checked against the *ideal* Z3 transition relation
   (random runs, ``kvmodel.specs.runner.agreement_run``): trace validation of an implementation
   against the spec. KV manager and LRU evictors (the registry spec has no agreement runs).
 
-A mutant is killed by the default ``kvmodel check`` when ``hypothesis`` or ``explore`` kills it.
+A mutant is killed by the default ``kvmodel check`` when ``hypothesis``, ``explore`` or ``conform``
+kills it (the engines ``kvmodel check`` runs on that component).
 Each mutant runs in the same process with its edit applied for the duration of its checks only.
 """
 
@@ -25,8 +28,8 @@ from kvmodel import explorer, machines
 from kvmodel.mutants import Mutant, applied
 from kvmodel.mutants.catalogue import MUTANTS
 
-ENGINES = ("hypothesis", "explore", "z3")
-DEFAULT_ENGINES = ("hypothesis", "explore")
+ENGINES = ("hypothesis", "explore", "z3", "conform")
+DEFAULT_ENGINES = ("hypothesis", "explore", "conform")
 
 # The worlds: the explorer's bounded configuration of ``kvmodel check``; Hypothesis runs the
 # same configuration (its machine's universe is a superset of the explorer's).
@@ -52,7 +55,32 @@ WORLDS: dict[str, tuple[dict[str, Any], Callable[[], explorer.Space]]] = {
 MAX_STATES = 30_000
 
 
+NA = {"killed": None, "how": "not applicable to this component", "seconds": 0.0}
+
+
+def _conform(m: Mutant) -> dict[str, Any]:
+    from kvmodel.conformance import radix
+
+    if m.component != "kv_router_radix_tree":
+        return dict(NA)
+    why = radix.real_available()
+    if why is not None:
+        return {"killed": None, "how": f"real RadixTree unavailable: {why}", "seconds": 0.0}
+    t0 = time.perf_counter()
+    rep = radix.run(radix.ModelRadixTree(), radix.RealRadixTree(), workloads=200, seed=0).to_json()
+    if rep["divergences"]:
+        return {
+            "killed": True,
+            "how": f"diverges from the real RadixTree ({rep['first_divergence']['what']})",
+            "seconds": time.perf_counter() - t0,
+            "length": len(rep["counterexample"]),
+        }
+    return {"killed": False, "how": None, "seconds": time.perf_counter() - t0}
+
+
 def _explore(m: Mutant) -> dict[str, Any]:
+    if m.component not in WORLDS:
+        return dict(NA)
     cfg, space = WORLDS[m.component]
     t0 = time.perf_counter()
     try:
@@ -75,6 +103,8 @@ def _explore(m: Mutant) -> dict[str, Any]:
 
 
 def _hypothesis(m: Mutant, seed: int, max_examples: int) -> dict[str, Any]:
+    if m.component not in WORLDS:
+        return dict(NA)
     cfg, _ = WORLDS[m.component]
     t0 = time.perf_counter()
     try:
@@ -120,7 +150,7 @@ def _z3(m: Mutant) -> dict[str, Any]:
         cfg = {"objects": 3, "cleanup_threshold": 2, "max_queue": 8} if "wall" in m.component else {"objects": 3}
         moves = _lru_moves(m.component)
     else:
-        return {"killed": None, "how": "no agreement runs for this spec", "seconds": 0.0}
+        return {"killed": None, "how": "no agreement runs for this component", "seconds": 0.0}
     t0 = time.perf_counter()
     cache: dict[str, Any] = {}
     for seed in range(10):
@@ -169,6 +199,8 @@ def run(
                 row["engines"]["hypothesis"] = h
             if "z3" in engines:
                 row["engines"]["z3"] = _z3(m)
+            if "conform" in engines:
+                row["engines"]["conform"] = _conform(m)
         row["killed_by_check"] = any(
             row["engines"].get(e, {}).get("killed") for e in DEFAULT_ENGINES if e in row["engines"]
         )
