@@ -435,6 +435,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 1 if (res.divergence or res.violation) else 0
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    from kvmodel import show, traces
+
+    trace = traces.load(args.trace)
+    sys.stdout.write(show.terminal(trace))
+    if args.html:
+        Path(args.html).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.html).write_text(show.page(trace, title=Path(args.trace).name))
+        print(f"wrote {args.html}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- explore
 
 
@@ -848,6 +860,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
     r.add_argument("--itf", metavar="FILE", help="also write the trace in the ITF format (Apalache/Quint)")
     r.set_defaults(func=cmd_replay)
+
+    sh = sub.add_parser("show", help="a trace for people: a terminal timeline, and an HTML page with --html")
+    sh.add_argument("trace")
+    sh.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (SVG timeline)")
+    sh.set_defaults(func=cmd_show)
 
     e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
     e.add_argument("--component", default="kv_manager")

@@ -1,0 +1,58 @@
+"""`kvmodel show`: a trace as a terminal timeline and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html.parser
+from pathlib import Path
+
+import pytest
+
+from kvmodel import cli, explorer, show, traces
+
+
+def _trace() -> dict:  # type: ignore[type-arg]
+    r = explorer.explore({"max_capacity": 2}, ("promote_leaves_inactive_copy",), explorer.KvSpace(3, 1, 2, 2))
+    return explorer.violation_trace(r, "kv.active_inactive_disjoint")
+
+
+class _Collect(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_page_is_self_contained_and_highlights_the_violating_step() -> None:
+    t = _trace()
+    page = show.page(t)
+    p = _Collect()
+    p.feed(page)
+    tags = [tag for tag, _ in p.tags]
+    assert "svg" in tags and "script" not in tags and "link" not in tags
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    last = len(t["steps"]) - 1
+    bad = [a for tag, a in p.tags if tag == "g" and "violation" in (a.get("class") or "")]
+    assert [a["id"] for a in bad] == [f"step-{last}"]
+    assert "kv.active_inactive_disjoint" in page
+    assert show.page(t) == page  # deterministic
+
+
+def test_terminal_rendering_names_each_step_and_the_violation() -> None:
+    t = _trace()
+    out = show.terminal(t)
+    assert out.count("\n") >= len(t["steps"])
+    assert "✗ kv.active_inactive_disjoint" in out and "inactive (LRU first): F" in out
+
+
+def test_cli_show_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "t.json"
+    traces.write(_trace(), p)
+    assert cli.main(["show", str(p), "--html", str(tmp_path / "t.html")]) == 0
+    assert "✗" in capsys.readouterr().out and (tmp_path / "t.html").read_text().startswith("<!DOCTYPE html>")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert cli.main(["show", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "bad.json" in err
