@@ -270,16 +270,12 @@ BMC_DEPTHS = {"kvbm_block_registry": 8}
 
 
 def _z3_small(comp: str) -> dict[str, Any]:
+    from kvmodel.specs import universe_of
+
     if comp == "kv_manager":
-        sp = CHECK_EXPLORE["space"]
-        return {
-            "max_capacity": CHECK_EXPLORE["config"]["max_capacity"],
-            "n_full": sp["n_full"],
-            "partials": sp["partials"],
-            "max_batch": sp["max_batch"],
-        }
+        return universe_of(comp, CHECK_EXPLORE["config"], CHECK_EXPLORE["space"])
     if comp == "kvbm_block_registry":
-        return dict(CHECK_REGISTRY_SPACE)
+        return universe_of(comp, {}, CHECK_REGISTRY_SPACE)
     return {"objects": 2, "max_queue": 4, "cleanup_threshold": 1} if comp == "lru_evictor_wallclock" else {}
 
 

@@ -63,6 +63,22 @@ SPECS: dict[str, Callable[[dict[str, Any], Iterable[str]], Spec]] = {
 }
 
 
+def universe_of(component: str, config: dict[str, Any], space: dict[str, Any]) -> dict[str, Any]:
+    """The spec universe of an explorer world (its configuration and bounded space, as in the
+    manifest), so that BMC and BFS search the same bounded system."""
+    if component == "kv_manager":
+        keys = ("n_full", "partials", "max_batch")
+        return {"max_capacity": config["max_capacity"], **{k: space[k] for k in keys}}
+    if component == "kvbm_block_registry":
+        from kvmodel.explorer import RegSpace
+
+        out = {k: v for k, v in space.items() if k != "shared"}
+        if space.get("shared"):
+            out["registries"] = RegSpace(**space).registries()
+        return out
+    return {"objects": space["objects"], "max_queue": space["max_queue"], **config}
+
+
 def make_spec(component: str, config: dict[str, Any] | None = None, quirks: Iterable[str] = ()) -> Spec:
     if component not in SPECS:
         raise InvalidInput(f"no Z3 spec for component {component!r} (known: {', '.join(SPECS)})")

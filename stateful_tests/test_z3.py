@@ -13,7 +13,7 @@ import z3
 
 from kvmodel.explorer import KvSpace, LruSpace
 from kvmodel.model.quirks import QUIRKS, faithful, quirks_of
-from kvmodel.specs import make_spec
+from kvmodel.specs import make_spec, universe_of
 from kvmodel.specs.engine import Operation, Property, TransitionSystem, bmc, k_induction
 from kvmodel.specs.registry import UNIVERSES as REG_UNIVERSES
 from kvmodel.specs.runner import Disagreement, agreement_run, prove, run_bmc
@@ -174,21 +174,7 @@ def _bmc_entries() -> list[dict[str, Any]]:
 
 
 def _spec_config(e: dict[str, Any]) -> dict[str, Any]:
-    if e["component"] == "kvbm_block_registry":
-        sp = dict(e["space"])
-        shared = sp.pop("shared", False)
-        if shared:
-            sp["registries"] = [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]]
-        return sp
-    if e["component"] == "kv_manager":
-        sp = e["space"]
-        return {
-            "max_capacity": e["config"]["max_capacity"],
-            "n_full": sp["n_full"],
-            "partials": sp["partials"],
-            "max_batch": sp["max_batch"],
-        }
-    return {"objects": e["space"]["objects"], "max_queue": e["space"]["max_queue"], **e["config"]}
+    return universe_of(e["component"], e["config"], e["space"])
 
 
 @pytest.mark.parametrize("entry", _bmc_entries(), ids=lambda e: e["name"])
