@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import __version__
+from kvmodel.progress import Progress
 
 ENGINES = ("hypothesis", "explore", "z3", "conform")
 # The bounded configuration `kvmodel check` explores exhaustively (seconds on 2 cores).
@@ -65,7 +66,9 @@ def _emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def _log(args: argparse.Namespace, msg: str) -> None:
+def _log(args: argparse.Namespace, msg: str, bar: Progress | None = None) -> None:
+    if bar is not None:
+        bar.close()
     print(msg, file=sys.stderr if getattr(args, "json", False) else sys.stdout, flush=True)
 
 
@@ -102,27 +105,29 @@ def cmd_check(args: argparse.Namespace) -> int:
         traces.write(res.trace, p)
         return str(p)
 
+    bar = Progress("check")
     for engine in engines:
         mine = [c for c in comps if c in ENGINE_COMPONENTS[engine]]
         if not mine:
             continue
+        bar.update(f"{engine} on {', '.join(mine)}", force=True)
         if engine == "conform":
             row = _check_conform(args.seed, out_dir)
             failed |= row["verdict"] not in ("pass", "reproduced")
             results.append(row)
-            _log(args, _line(row))
+            _log(args, _line(row), bar)
             continue
         if engine == "z3":
             for row in _check_z3(mine, mode, out_dir):
                 failed |= row["verdict"] not in ("pass", "reproduced")
                 results.append(row)
-                _log(args, _line(row))
+                _log(args, _line(row), bar)
             continue
         if engine == "explore":
             for row in _check_explore(mine, mode, out_dir):
                 failed |= row["verdict"] not in ("pass", "reproduced")
                 results.append(row)
-                _log(args, _line(row))
+                _log(args, _line(row), bar)
             continue
         for comp in mine:
             whole: list[tuple[str, frozenset[str], str]] = []
@@ -131,15 +136,17 @@ def cmd_check(args: argparse.Namespace) -> int:
             if mode == "faithful":
                 whole.append(("faithful", faithful(comp), "VIOLATION"))
             for label, quirks, bad in whole:
+                bar.update(f"hypothesis on {comp} ({label})", force=True)
                 r = machines.run(comp, quirks=quirks, mode=label, seed=args.seed, **_budget(prof))
                 row = r.to_json() | {"check": label, "trace": save(r, label)}
                 ok = r.violation is None and r.error is None
                 row["verdict"] = "pass" if ok else bad
                 failed |= not ok
                 results.append(row)
-                _log(args, _line(row))
+                _log(args, _line(row), bar)
             if mode == "both":
                 for q in quirks_of(comp):
+                    bar.update(f"hypothesis on {comp}, quirk {q.name}", force=True)
                     r = machines.run(
                         comp,
                         quirks=(q.name, *q.requires),
@@ -158,7 +165,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                     row["verdict"] = "reproduced" if ok else "NOT REPRODUCED"
                     failed |= not ok
                     results.append(row)
-                    _log(args, _line(row))
+                    _log(args, _line(row), bar)
+    bar.close()
     summary = {
         "mode": mode,
         "engines": engines,
@@ -168,6 +176,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         "results": results,
         "ok": not failed,
     }
+    if args.itf:
+        from kvmodel.itf import from_trace
+
+        for row in results:
+            if row.get("trace") and row["engine"] != "conform":
+                itf = Path(row["trace"]).with_suffix(".itf.json")
+                itf.write_text(json.dumps(from_trace(traces.load(row["trace"])), indent=1, sort_keys=True) + "\n")
+                row["itf"] = str(itf)
+    if args.html:
+        from kvmodel import report
+
+        pages = report.write(summary, Path(args.html))
+        _log(args, f"wrote {args.html} and {len(pages)} counterexample page(s)")
     if args.junit:
         from kvmodel.junit import junit_xml
 
@@ -467,21 +488,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot explore {args.component!r} (known: {', '.join(CHECK_COMPONENTS)})")
     quirks = faithful(args.component) if args.faithful else frozenset(args.quirk or ())
 
-    def progress(states: int, transitions: int, depth: int) -> None:
-        if sys.stderr.isatty():
-            print(f"\r{states} states, {transitions} transitions, depth {depth}", end="", file=sys.stderr, flush=True)
-
-    r = explorer.explore(
-        cfg,
-        quirks,
-        space,
-        symmetry=not args.no_symmetry,
-        max_states=args.max_states,
-        graph=bool(args.dot),
-        progress=progress,
-    )
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    with Progress(f"explore {args.component}") as bar:
+        r = explorer.explore(
+            cfg,
+            quirks,
+            space,
+            symmetry=not args.no_symmetry,
+            max_states=args.max_states,
+            graph=bool(args.dot or args.svg),
+            progress=lambda n, t, d: bar.update(f"{n:,} states, {t:,} transitions, depth {d}"),
+        )
     out = r.to_json()
     out["mode"] = "faithful" if args.faithful else ("ideal" if not quirks else "custom")
     paths = {}
@@ -491,19 +507,25 @@ def cmd_explore(args: argparse.Namespace) -> int:
             traces.write(explorer.violation_trace(r, inv), p)
             paths[inv] = str(p)
     out["traces"] = paths
-    if args.dot:
-        import networkx as nx
+    if args.dot or args.svg:
+        from kvmodel import graphs
 
         g = r.graph
-        lines = ["digraph kvmodel {", '  rankdir=LR; node [shape=circle, label=""];']
-        for n, data in sorted(g.nodes(data=True)):
-            lines.append(f'  {n} [tooltip="depth {data["depth"]}"];')
-        for a, b, data in sorted(g.edges(data=True)):
-            lines.append(f'  {a} -> {b} [label="{data["op"]}"];')
-        lines.append("}")
-        Path(args.dot).write_text("\n".join(lines) + "\n")
-        out["dot"] = args.dot
-        out["graph_nodes"], out["graph_edges"] = nx.number_of_nodes(g), nx.number_of_edges(g)
+        title = f"{args.component} {out['mode']}: {r.states} states"
+        try:
+            if args.dot:
+                Path(args.dot).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.dot).write_text(graphs.to_dot(g, mark=args.mark, title=title))
+                out["dot"] = args.dot
+            if args.svg:
+                svg = graphs.to_svg(g, mark=args.mark, title=title)
+                Path(args.svg).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.svg).write_text(svg)
+                out["svg"] = args.svg
+        except graphs.GraphvizError as e:
+            raise UsageError(str(e)) from e
+        out["graph_nodes"], out["graph_edges"] = g.number_of_nodes(), g.number_of_edges()
+        out["marked"] = graphs.marked_path(g, args.mark)[0]
     if args.json:
         _emit_json(out)
     else:
@@ -623,22 +645,17 @@ def cmd_bmc(args: argparse.Namespace) -> int:
     if args.depth < 0:
         raise UsageError("--depth must be non-negative")
 
-    def progress(depth: int, seconds: float) -> None:
-        if sys.stderr.isatty():
-            print(f"\rBMC depth {depth} ({seconds:.1f}s)", end="", file=sys.stderr, flush=True)
-
-    rep = run_bmc(
-        args.component,
-        args.depth,
-        _spec_config(args),
-        _spec_quirks(args, default_faithful=True),
-        out=args.out,
-        induction=not args.no_induction,
-        timeout_ms=int(args.timeout * 1000),
-        progress=progress,
-    )
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    with Progress(f"bmc {args.component}") as bar:
+        rep = run_bmc(
+            args.component,
+            args.depth,
+            _spec_config(args),
+            _spec_quirks(args, default_faithful=True),
+            out=args.out,
+            induction=not args.no_induction,
+            timeout_ms=int(args.timeout * 1000),
+            progress=lambda d, t: bar.update(f"depth {d} of {args.depth} ({t:.1f}s)", force=True),
+        )
     if args.json:
         _emit_json(rep)
     else:
@@ -669,13 +686,15 @@ def cmd_conform(args: argparse.Namespace) -> int:
     if why is not None:
         print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
         return 2
-    rep = radix.run(
-        radix.ModelRadixTree(args.revision),
-        radix.RealRadixTree(),
-        workloads=args.workloads,
-        seed=args.seed,
-        max_ops=args.max_ops,
-    )
+    with Progress(f"conform {args.target}") as bar:
+        rep = radix.run(
+            radix.ModelRadixTree(args.revision),
+            radix.RealRadixTree(),
+            workloads=args.workloads,
+            seed=args.seed,
+            max_ops=args.max_ops,
+            progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
+        )
     out = rep.to_json()
     out["model_revision"] = args.revision
     if out["counterexample"] and args.out:
@@ -803,13 +822,19 @@ def cmd_mutants(args: argparse.Namespace) -> int:
             print(f"{m.name:<40} {m.component:<22} {m.idea}")
         return 0
 
-    def progress(line: str) -> None:
-        if not args.json:
-            print(line, flush=True)
-        elif sys.stderr.isatty():
-            print(line, file=sys.stderr, flush=True)
+    total = len(args.only or MUTANTS)
+    done = 0
+    with Progress("mutants") as bar:
 
-    rep = runner.run(engines, only=args.only, seed=args.seed, max_examples=args.max_examples, progress=progress)
+        def progress(line: str) -> None:
+            nonlocal done
+            done += 1
+            if not args.json:
+                bar.close()
+                print(line, flush=True)
+            bar.update(f"{done} of {total} mutants checked", force=True)
+
+        rep = runner.run(engines, only=args.only, seed=args.seed, max_examples=args.max_examples, progress=progress)
     if args.json:
         _emit_json(rep)
     else:
@@ -848,6 +873,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--steps", type=int, help="steps per example")
     c.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--itf", action="store_true", help="also write each counterexample in the ITF format (.itf.json)")
+    c.add_argument("--html", metavar="FILE", help="also write an HTML report linking a page per counterexample")
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one test case per check and invariant")
     c.set_defaults(func=cmd_check)
 
@@ -887,7 +914,9 @@ def build_parser() -> argparse.ArgumentParser:
     eg.add_argument("--quirk", action="append", help="switch one quirk on (repeatable)")
     e.add_argument("--no-symmetry", action="store_true")
     e.add_argument("--max-states", type=int, default=2_000_000)
-    e.add_argument("--dot", help="write the state graph in Graphviz DOT")
+    e.add_argument("--dot", metavar="FILE", help="write the state graph in Graphviz DOT")
+    e.add_argument("--svg", metavar="FILE", help="draw the state graph as SVG (needs Graphviz dot)")
+    e.add_argument("--mark", metavar="INVARIANT", help="the counterexample marked in the graph (default: shallowest)")
     e.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explore)

@@ -543,6 +543,13 @@ def explore(
         out.reverse()
         return out
 
+    def keys_to(k: Any) -> list[Any]:
+        out = [k]
+        while parent[out[-1]][0] is not None:
+            out.append(parent[out[-1]][0])
+        out.reverse()
+        return out
+
     while queue:
         if stop_on_violation and res.violations:
             res.complete = False
@@ -575,6 +582,8 @@ def explore(
                         "trace": steps,
                         "found_after_s": round(time.perf_counter() - t0, 4),
                     }
+                    if graph:
+                        res.violations[v.invariant]["path_keys"] = [*keys_to(k), sp.key(nxt, symmetry)]
             if out.ctx is not None:
                 for w in ws:
                     if w.name not in res.witnesses and w.check(out.ctx):
@@ -610,10 +619,16 @@ def explore(
         g = nx.DiGraph()
         ids = {k: i for i, k in enumerate(parent)}
         for k, i in ids.items():
-            g.add_node(i, depth=parent[k][2])
+            pk = parent[k][0]
+            g.add_node(i, depth=parent[k][2], parent=-1 if pk is None else ids[pk])
         for a, b, kind in edges:
             if a in ids and b in ids:
                 g.add_edge(ids[a], ids[b], op=kind)
+        # each violation's shortest counterexample as a node path (its last state may lie
+        # beyond max_states; then the path stops at its last kept state)
+        g.graph["paths"] = {
+            inv: [ids[x] for x in v.pop("path_keys") if x in ids] for inv, v in sorted(res.violations.items())
+        }
         res.graph = g
     return res
 

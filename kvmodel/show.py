@@ -2,9 +2,11 @@
 
 The page has a timeline drawn as inline SVG (no network assets, no scripts): one column per
 step with the operation and its arguments, the result or error, the events emitted and the state
-after the step (for the KV manager: active blocks with refcounts and the inactive pool in LRU
-order). The step where the trace's invariant breaks is highlighted (class ``violation``, id
-``step-N``) and the invariant and its message are shown above the timeline. Same trace, same bytes.
+after the step (for the KV manager: active blocks with refcounts, the inactive pool in LRU
+order, and the router's view — the hashes Stored and not yet Removed, each with its parent).
+The step where the trace's invariant breaks is highlighted (class ``violation``, id
+``step-N``) and the invariant and its message are shown above the timeline. Same trace,
+same bytes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import html
 import json
 from typing import Any
 
-COL_W, COL_GAP, LINE_H = 200, 16, 15
+COL_W, COL_GAP, LINE_H = 236, 16, 15
 
 
 def _short(v: Any, n: int = 60) -> str:
@@ -77,23 +79,60 @@ def _state_lines(state: Any) -> list[str]:
     return [_short({k: v for k, v in state.items() if v}, 90)]
 
 
+def _router_view(view: dict[int, int | None], events: list[Any]) -> None:
+    """What a router consuming the KV manager's Store/Remove stream holds (Stored minus Removed,
+    with each hash's announced parent), updated in place."""
+    for e in events:
+        if isinstance(e, dict) and "Store" in e:
+            parent = e["Store"].get("parent_hash")
+            for h in e["Store"]["blocks"]:
+                view[h] = parent
+                parent = h
+        elif isinstance(e, dict) and "Remove" in e:
+            for h in e["Remove"]["blocks"]:
+                view.pop(h, None)
+
+
 def _steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
+    view: dict[int, int | None] = {}
     for s in trace["steps"]:
         obs = s.get("observe") or {}
+        state = _state_lines(obs.get("state"))
+        if trace.get("component") == "kv_manager":
+            _router_view(view, obs.get("events", []))
+            shown = ", ".join(f"{h}" if p is None else f"{h}←{p}" for h, p in sorted(view.items()))
+            state.append(f"router view: {shown or '—'}")
         out.append(
             {
                 "call": f"{s['op']} {_short(s.get('args'), 80)}",
                 "result": _result(obs),
                 "events": [_event(e) for e in obs.get("events", [])],
-                "state": _state_lines(obs.get("state")),
+                "state": state,
             }
         )
     return out
 
 
+def marked(trace: dict[str, Any]) -> dict[str, Any]:
+    """The step to highlight: the violated invariant, or where an implementation checked with
+    :func:`kvmodel.api.check_implementation` diverged from the model (``origin.divergence``)."""
+    if trace.get("violation"):
+        return dict(trace["violation"])
+    d = (trace.get("origin") or {}).get("divergence")
+    if not d:
+        return {}
+    impl = trace["origin"].get("implementation", "the implementation")
+    return {
+        "invariant": f"conformance of {impl}",
+        "step": d["step"],
+        "message": f"{d['what']} differ — model {_short(d['model'], 200)}, implementation "
+        f"{_short(d['implementation'], 200)}",
+    }
+
+
 def terminal(trace: dict[str, Any]) -> str:
-    v = trace.get("violation") or {}
+    v = marked(trace)
     quirks = ", ".join(trace["quirks"]) or "none (ideal)"
     lines = [f"{trace['component']} — quirks: {quirks}; config {_short(trace['config'])}"]
     for i, s in enumerate(_steps(trace)):
@@ -127,7 +166,7 @@ def _wrap(text: str, width: int = 30) -> list[str]:
 
 def _svg(trace: dict[str, Any]) -> str:
     steps = _steps(trace)
-    v = trace.get("violation") or {}
+    v = marked(trace)
     cols: list[list[tuple[str, str]]] = []
     for s in steps:
         rows = [(x, "op") for x in _wrap(s["call"])] + [(x, "res") for x in _wrap(s["result"])]
@@ -168,7 +207,7 @@ text{font:12px monospace} .head{font-weight:bold} .op{fill:#124} .res{fill:#555}
 
 
 def page(trace: dict[str, Any], title: str = "kvmodel trace") -> str:
-    v = trace.get("violation")
+    v = marked(trace)
     head = (
         f'<p class="violation-box">Invariant <code>{html.escape(v["invariant"])}</code> breaks at step '
         f"{v['step'] + 1}: {html.escape(v['message'])}</p>"

@@ -56,3 +56,15 @@ def test_cli_show_writes_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert cli.main(["show", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "bad.json" in err
+
+
+def test_kv_pages_show_the_router_view_from_the_events() -> None:
+    # Stored then Removed by eviction: the router view follows the stream, parent included
+    steps = [
+        ("process", {"Use": [{"F": 0}, {"F": 1}]}),
+        ("process", {"Destroy": [{"F": 1}]}),
+    ]
+    t = traces.record("kv_manager", {"max_capacity": 2}, [], steps)
+    out = show.terminal(t)
+    lines = [x.strip() for x in out.splitlines() if "router view" in x]
+    assert lines == ["router view: 0, 1←0", "router view: 0"]

@@ -22,7 +22,7 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -307,6 +307,7 @@ def run(
     target: str = "dynamo-radix-tree",
     max_ops: int = 24,
     max_blocks: int = 3,
+    progress: Callable[[int], None] | None = None,
 ) -> ConformReport:
     """Generate ``workloads`` workloads (seeded), run each on both adapters; on the first
     divergence shrink it (Hypothesis, then 1-minimal deletion) and report it."""
@@ -333,6 +334,8 @@ def run(
             rep.workloads += 1
             rep.operations += len(ops)
             rep.events += sum(1 for o in ops if o["op"] == "apply_event")
+            if progress is not None:
+                progress(rep.workloads)
         if d is not None:
             failing.append(ops)
             raise AssertionError(json.dumps(d.to_json()))

@@ -1,0 +1,94 @@
+"""An HTML report of a whole ``kvmodel check`` run (``kvmodel check --html FILE``).
+
+``FILE`` gets one table row per check (component, engine, check, verdict, effort, the
+invariant broken and where); every counterexample trace the run wrote is rendered as its own
+page by :func:`kvmodel.show.page` into ``<FILE stem>-traces/`` next to it, and linked from
+its row. Everything is self-contained (inline CSS and SVG, no scripts, no network assets) and
+deterministic: the same results give the same bytes (wall-clock seconds are left out).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+from kvmodel import show, traces
+
+GOOD = ("pass", "reproduced")
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
+h1{font-size:20px} table{border-collapse:collapse;margin-top:12px}
+th,td{border-bottom:1px solid #e4e4e4;padding:4px 10px;text-align:left;vertical-align:top}
+th{background:#f6f6f6} td.n{text-align:right;font-variant-numeric:tabular-nums}
+.ok{color:#063} .bad{color:#c00;font-weight:bold} .summary{padding:6px 12px;display:inline-block}
+.summary.ok{background:#eefaf0} .summary.bad{background:#fff0f0} code{background:#f3f3f3;padding:1px 4px}
+"""
+
+
+def _effort(row: dict[str, Any]) -> str:
+    if row.get("engine") == "explore":
+        return f"{row.get('states', 0):,} states, {row.get('steps', 0):,} transitions"
+    if row.get("engine") == "z3":
+        return f"{row.get('steps', 0)} properties"
+    if row.get("engine") == "conform":
+        return f"{row.get('steps', 0):,} events"
+    return f"{row.get('steps', 0):,} steps"
+
+
+def write(summary: dict[str, Any], path: Path) -> list[Path]:
+    """Write the report to ``path`` and one page per counterexample; returns the pages written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page_dir = path.parent / f"{path.stem}-traces"
+    written: list[Path] = []
+    rows = []
+    for row in summary["results"]:
+        link = ""
+        if row.get("trace") and row.get("engine") == "conform":  # a divergent workload, not a model trace
+            rel = os.path.relpath(row["trace"], path.parent)
+            link = f'<a href="{html.escape(Path(rel).as_posix())}">divergent workload (JSON)</a>'
+        elif row.get("trace"):
+            trace = traces.load(row["trace"])
+            out = page_dir / (Path(row["trace"]).stem + ".html")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(show.page(trace, title=Path(row["trace"]).name))
+            written.append(out)
+            rel = out.relative_to(path.parent).as_posix()
+            link = f'<a href="{html.escape(rel)}">{len(trace["steps"])}-step trace</a>'
+        v = row.get("violation") or {}
+        where = (
+            f"<code>{html.escape(v['invariant'])}</code> at step {v['step'] + 1}: {html.escape(str(v['message']))}"
+            if v
+            else ""
+        )
+        if row.get("error"):
+            where += f" error: {html.escape(str(row['error']))}"
+        cls = "ok" if row["verdict"] in GOOD else "bad"
+        rows.append(
+            f"<tr><td>{html.escape(row['component'])}</td><td>{html.escape(row['engine'])}</td>"
+            f'<td>{html.escape(row["check"])}</td><td class="{cls}">{html.escape(row["verdict"])}</td>'
+            f'<td class="n">{_effort(row)}</td><td>{where}</td><td>{link}</td></tr>'
+        )
+    n_ok = sum(1 for r in summary["results"] if r["verdict"] in GOOD)
+    n = len(summary["results"])
+    ok = bool(summary.get("ok"))
+    text = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>kvmodel check report</title><style>{STYLE}</style></head><body>\n"
+        "<h1>kvmodel check</h1>\n"
+        f"<p>Components: {html.escape(', '.join(summary['components']))}. Engines: "
+        f"{html.escape(', '.join(summary['engines']))}. Mode: {html.escape(summary['mode'])}; profile "
+        f"{html.escape(str(summary.get('profile')))}; seed {summary.get('seed')}.</p>\n"
+        f'<p class="summary {"ok" if ok else "bad"}" id="summary">{n_ok} of {n} checks as expected'
+        f"{'' if ok else ' — see the rows in red'}. A quirk check is as expected when the faithful model's "
+        "counterexample is found; its trace is linked.</p>\n"
+        "<table><thead><tr><th>component</th><th>engine</th><th>check</th><th>verdict</th><th>effort</th>"
+        "<th>invariant broken</th><th>counterexample</th></tr></thead><tbody>\n"
+        + "\n".join(rows)
+        + "\n</tbody></table>\n"
+        "</body></html>\n"
+    )
+    path.write_text(text)
+    return written

@@ -1,0 +1,168 @@
+"""The public API for users' own implementations: `kvmodel.api.check_implementation` and the
+pytest plugin's `kvmodel_check` fixture, on the worked example of docs/api.md."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from kvmodel import api, cli, show, traces
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("my_kv_manager", ROOT / "examples" / "my_kv_manager.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["my_kv_manager"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+EX = _example()
+
+
+def test_a_correct_implementation_passes_and_the_check_is_deterministic() -> None:
+    a = api.check_implementation(EX.MyAdapter(), "kv_manager", workloads=150, seed=3)
+    b = api.check_implementation(EX.MyAdapter(), "kv_manager", workloads=150, seed=3)
+    assert a.ok and a.workloads == 150 and a.steps > 500
+    assert a.to_json() | {"seconds": 0} == b.to_json() | {"seconds": 0}
+
+
+@pytest.mark.parametrize("bug", sorted(EX.BUGS))
+def test_each_seeded_bug_gives_a_short_counterexample_that_replays(bug: str, tmp_path: Path) -> None:
+    rep = api.check_implementation(EX.MyAdapter(bug), "kv_manager", workloads=300)
+    assert not rep.ok and rep.divergence is not None and rep.ops is not None
+    assert len(rep.ops) <= 8 and rep.divergence.step == len(rep.ops) - 1
+    # 1-minimal: dropping any step makes the divergence go away (or the workload invalid)
+    for i in range(len(rep.ops)):
+        cand = rep.ops[:i] + rep.ops[i + 1 :]
+        d, _ = api.differential(EX.MyAdapter(bug), "kv_manager", rep.config, rep.quirks, cand)
+        assert d is None or d.step < i
+    # the trace is the model's run: it replays exactly, and `kvmodel show` marks the step
+    p = rep.write_trace(tmp_path / "t.json")
+    assert p is not None
+    t = traces.load(p)
+    r = traces.replay(t)
+    assert r.divergence is None and r.steps_run == len(rep.ops)
+    page = show.page(t)
+    assert f'<g id="step-{rep.divergence.step}" class="col violation">' in page
+    assert cli.main(["replay", str(p)]) == 0
+
+
+def test_errors_are_matched_by_type_or_panic_message() -> None:
+    class Adapter:
+        name = "by message"
+
+        def __init__(self) -> None:
+            self.inner = EX.MyAdapter()
+
+        def reset(self, config: dict) -> None:  # type: ignore[type-arg]
+            self.inner.reset(config)
+
+        def step(self, op: str, args: object) -> dict:  # type: ignore[type-arg]
+            out = self.inner.step(op, args)
+            if "error" in out:
+                out["error"] = api.error_names()[out["error"]]
+            return out
+
+    assert api.check_implementation(Adapter(), workloads=100).ok
+
+
+def test_an_implementation_that_crashes_is_a_divergence_not_a_crash() -> None:
+    class Crashing:
+        name = "crashes on Promote"
+
+        def __init__(self) -> None:
+            self.inner = EX.MyAdapter()
+
+        def reset(self, config: dict) -> None:  # type: ignore[type-arg]
+            self.inner.reset(config)
+
+        def step(self, op: str, args: object) -> dict:  # type: ignore[type-arg]
+            if isinstance(args, dict) and "Promote" in args:
+                raise KeyError("boom")
+            return self.inner.step(op, args)  # type: ignore[no-any-return]
+
+    rep = api.check_implementation(Crashing(), workloads=300)
+    assert rep.divergence is not None and rep.divergence.what == "exception"
+    assert "boom" in str(rep.divergence.implementation) and rep.ops is not None
+    assert "Promote" in rep.ops[-1][1]
+
+
+def test_the_lru_evictors_can_be_checked_too() -> None:
+    from collections import OrderedDict
+
+    class MyLru:
+        name = "OrderedDict LRU"
+
+        def reset(self, config: dict) -> None:  # type: ignore[type-arg]
+            self.d: OrderedDict[int, None] = OrderedDict()
+
+        def step(self, op: str, args: dict) -> dict:  # type: ignore[type-arg]
+            if op == "insert":
+                self.d.pop(args["object"], None)
+                self.d[args["object"]] = None
+                return {"returns": None, "events": []}
+            if op == "remove":
+                return {"returns": self.d.pop(args["object"], 0) is None, "events": []}
+            if op == "evict":
+                return {"returns": self.d.popitem(last=False)[0] if self.d else None, "events": []}
+            if op == "push_front":
+                self.d[args["object"]] = None
+                self.d.move_to_end(args["object"], last=False)
+                return {"returns": None, "events": []}
+            return {"returns": len(self.d), "events": []}
+
+    rep = api.check_implementation(MyLru(), "lru_evictor_counter", workloads=200)
+    assert rep.ok, rep.explain()
+
+
+def test_the_pytest_fixture_passes_a_correct_pool_and_fails_a_buggy_one(tmp_path: Path) -> None:
+    (tmp_path / "test_mine.py").write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {str(ROOT / "examples")!r})
+            from my_kv_manager import MyAdapter
+
+            def test_good(kvmodel_check):
+                assert kvmodel_check(MyAdapter()).ok
+
+            def test_buggy(kvmodel_check):
+                kvmodel_check(MyAdapter("no_rollback_on_full"))
+            """
+        )
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--kvmodel-workloads",
+            "150",
+            "--kvmodel-traces",
+            str(tmp_path / "traces"),
+            str(tmp_path / "test_mine.py"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 failed, 1 passed" in done.stdout
+    assert "diverges from the kv_manager model" in done.stdout and "kvmodel show" in done.stdout
+    written = list((tmp_path / "traces").glob("*.json"))
+    assert [p.name for p in written] == ["test_buggy.json"]
+    assert traces.replay(traces.load(written[0])).divergence is None
