@@ -432,6 +432,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json({"trace": str(args.trace), **res.to_json()})
     else:
+        if not args.brief:
+            from kvmodel import show
+
+            print(show.terminal(trace), end="")
         print(
             f"{args.trace}: {trace['component']} with quirks {trace['quirks'] or 'none (ideal)'}: "
             f"replayed {res.steps_run} of {len(trace['steps'])} steps"
@@ -881,6 +885,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("replay", help="re-run a trace on the model and report the first divergence")
     r.add_argument("trace")
     r.add_argument("--json", action="store_true")
+    r.add_argument("--brief", action="store_true", help="only the verdict, not the step-by-step timeline")
     r.add_argument("--itf", metavar="FILE", help="also write the trace in the ITF format (Apalache/Quint)")
     r.set_defaults(func=cmd_replay)
 
