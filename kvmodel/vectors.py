@@ -161,6 +161,16 @@ class Matcher:
             for i, (e, a) in enumerate(zip(exp, act, strict=True)):
                 self.match(e, a, f"{where}[{i}]", ns)
             return
+        if isinstance(exp, str) and not isinstance(act, str) and _int_of(exp) is None and ns is not None:
+            # a symbolic value naming another observable ("events[0].blocks[1].block_hash", "S.h[2]")
+            try:
+                ref = ns.resolve(exp)
+            except (Uninterpretable, Mismatch):
+                ref = None
+            if ref is not None and not isinstance(ref, dict | list):
+                if ref != act:
+                    raise Mismatch(f"{where}: expected {exp} = {_j(ref)}, got {_j(act)}")
+                return
         if self.lenient and isinstance(exp, str) and not isinstance(act, str) and _int_of(exp) is None:
             return
         if exp != act or (type(exp) is bool and type(act) is not bool):
@@ -255,7 +265,7 @@ class Namespace:
         return cur
 
     def check(self, key: str, expected: Any, matcher: Matcher, strict_text: bool) -> None:
-        if key in COMMENT_KEYS:
+        if key in COMMENT_KEYS or key.endswith("_note"):  # prose
             return
         for opname, eq in ((" == ", True), (" != ", False)):
             if opname in key and isinstance(expected, bool):
@@ -702,7 +712,19 @@ def run_registry(v: dict[str, Any]) -> None:
                 raise Mismatch(f"step {i} ({op}): {key}: expected {_j(want)}, model {_j(have)}")
 
 
+def _g1(name: str) -> Callable[[dict[str, Any]], None]:
+    def run(v: dict[str, Any]) -> None:
+        from kvmodel import vectors_g1
+
+        getattr(vectors_g1, name)(v)
+
+    return run
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "native_vllm_block_pool": _g1("run_native_pool"),
+    "native_vllm_backend": _g1("run_native_backend"),
+    "g1_manager": _g1("run_g1_manager"),
     "kvbm_block_registry": run_registry,
     "kv_router_radix_tree": run_radix_tree,
     "lru_evictor_wallclock": run_lru,

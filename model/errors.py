@@ -140,3 +140,63 @@ class SubtractOverflow(ModelError):
     """usize subtraction below zero (debug-build panic; release builds wrap)."""
 
     id = "attempt to subtract with overflow"
+
+
+# --- native ("vLLM") block pool and KV manager (lib/mocker/src/cache/vllm_block_pool.rs,
+# --- lib/mocker/src/kv_manager/vllm_backend.rs) and the G1 facade (g1_manager.rs) ------
+
+
+class PoolCapacityZero(ModelError):
+    """``VllmBlockPool::new(0)``."""
+
+    id = "capacity must be > 0"
+
+
+class PrefixNotResident(ModelError):
+    """``reserve`` with a prefix hash that has no cached copy any more."""
+
+    id = "authorized prefix hash is no longer resident"
+
+
+class PrefixExceedsLayout(ModelError):
+    """More prefix candidates than the reservation's total."""
+
+    id = "prefix candidates exceed layout"
+
+
+class NoFreshCapacity(ModelError):
+    """``allocate_private`` on a reservation whose fresh capacity is used up."""
+
+    id = "reservation has no fresh capacity"
+
+
+class UnknownCopy(ModelError):
+    """A copy id the pool does not hold (released or never allocated)."""
+
+    id = "attempted to release an unknown block copy"
+
+
+class CacheNonPrivate(ModelError):
+    """``cache_private`` of a copy that is already cached."""
+
+    id = "only a private copy can enter the prefix cache"
+
+
+class RefUnderflow(ModelError):
+    """``release`` of a cached copy with no reference."""
+
+    id = "cached-copy reference underflow"
+
+
+class NativePanic(ModelError):
+    """A panic of the native KV manager or the facade; ``detail`` starts with the Rust message.
+
+    The id is the message's fixed part (e.g. ``"request owns no block table"``), so traces
+    name the failure without the request id."""
+
+    id = "native panic"
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        self.message = message
+        setattr(self, "id", message)  # noqa: B010 -- per-instance id: the panic's message
+        super().__init__(detail)

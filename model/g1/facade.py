@@ -1,0 +1,176 @@
+"""``G1Manager``: the facade over one backend, chosen at construction (§2.3).
+
+Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` revision R05 (finalize, then promote
+the computed tail); commit 366ff0ef promoted the tail first (quirk
+``promote_tail_before_finalize``, §6 #18: the tail's Stored names a parent that has not
+been published yet). The KVBM backend comes with its own issue; constructing it raises
+:class:`~kvmodel.model.errors.InvalidInput` until then.
+
+Results are the real ``G1Acquire`` values as strings: ``"Ready(n)"`` and
+``"CapacityExhausted"``; reservations are returned as objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kvmodel.model.blocks import FullBlock
+from kvmodel.model.errors import InvalidInput, NativePanic
+from kvmodel.model.g1.native import (
+    READY,
+    DecodeReservation,
+    DestinationReservation,
+    Layout,
+    NativeKvManager,
+    Published,
+)
+from kvmodel.model.g1.sequence import G1Deref, G1Promote, G1Signal, G1Use, NewActiveSequence
+
+
+def layout_of(sig: G1Use) -> Layout:
+    return Layout(
+        list(sig.blocks),
+        list(sig.local_hashes),
+        None if sig.token_ids is None else [list(t) for t in sig.token_ids],
+        sig.parent,
+    )
+
+
+class G1Manager:
+    """``G1Manager`` with the native backend (``new_with_backend_and_caching(..., Native, caching)``)."""
+
+    def __init__(
+        self,
+        max_capacity: int,
+        block_size: int,
+        *,
+        backend: str = "native",
+        enable_prefix_caching: bool = True,
+        publishers: bool = True,
+        dp_rank: int = 0,
+        quirks: Iterable[str] = (),
+    ) -> None:
+        if backend != "native":
+            raise InvalidInput(f"backend {backend!r} is not modelled yet (the KVBM backend has its own issue)")
+        self.quirks = frozenset(quirks)
+        self.backend = backend
+        self.native = NativeKvManager(
+            max_capacity,
+            block_size,
+            enable_prefix_caching=enable_prefix_caching,
+            publishers=publishers,
+            dp_rank=dp_rank,
+            quirks=self.quirks,
+        )
+
+    def clone(self) -> G1Manager:
+        c = G1Manager.__new__(G1Manager)
+        c.quirks, c.backend, c.native = self.quirks, self.backend, self.native.clone()
+        return c
+
+    @property
+    def block_size(self) -> int:
+        return self.native.block_size
+
+    def drain_events(self) -> list[Published]:
+        return self.native.drain_events()
+
+    # -- signals
+    def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int = 0) -> str:
+        """Native: a Use's PLHs must align with its full blocks; Deref and Promote take no
+        reusable prefix and always return ``Ready(1)`` (§6 #25 for KVBM: the same shape)."""
+        m = self.native
+        if isinstance(sig, G1Use):
+            n_full = sum(1 for b in sig.blocks if isinstance(b, FullBlock))
+            if len(sig.plhs) != n_full:
+                raise NativePanic("PLHs must align with full blocks", f"{len(sig.plhs)} for {n_full}")
+            status, n = m.use_for_request(owner, layout_of(sig), reusable_prefix_blocks)
+            return f"Ready({n})" if status == READY else status
+        if reusable_prefix_blocks != 0:
+            raise NativePanic("only Use may reuse a prefix", f"{reusable_prefix_blocks}")
+        if isinstance(sig, G1Deref):
+            m.deref_for_request(owner, sig.blocks)
+        elif isinstance(sig, G1Promote):
+            m.promote_for_request(owner, sig.uuid, sig.seq_hash, sig.parent_hash, sig.local_hash, _toks(sig.token_ids))
+        else:
+            raise InvalidInput(f"not a G1 MoveBlock: {sig!r}")
+        return "Ready(1)"
+
+    def process(self, sig: G1Signal) -> str:
+        raise NativePanic("native G1 operations require a request owner")
+
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
+        """Cache and publish the blocks this decision computed, then promote the computed tail
+        (R05). With ``promote_tail_before_finalize`` (commit 366ff0ef) the other way round."""
+        if "promote_tail_before_finalize" in self.quirks:
+            self._promote_tail(owner, after, sequence)
+            self.native.finalize_computed_prefix(owner, before, after)
+            return
+        self.native.finalize_computed_prefix(owner, before, after)
+        self._promote_tail(owner, after, sequence)
+
+    def _promote_tail(self, owner: int, after: int, sequence: NewActiveSequence) -> None:
+        p = sequence.promote_computed_tail(after)
+        if p is not None and not self.process_for_request(owner, p, 0).startswith("Ready"):
+            raise NativePanic("computed-tail promotion must be infallible")
+
+    # -- decode reservations
+    def reserve_decode_blocks(self, count: int) -> DecodeReservation | str:
+        r = self.native.reserve_decode_blocks(count)
+        return "CapacityExhausted" if r is None else r
+
+    def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> str:
+        if not isinstance(res, DecodeReservation):
+            raise NativePanic("decode reservation belongs to a different G1 backend")
+        if isinstance(sig, G1Use):
+            status, n = self.native.use_decode_reservation(owner, layout_of(sig), res)
+            if status != READY:
+                raise NativePanic("reserved decode allocation must be infallible")
+            return f"Ready({n})"
+        return self.process_for_request(owner, sig, 0)
+
+    def release_decode_reservation(self, res: Any) -> None:
+        if not isinstance(res, DecodeReservation):
+            raise NativePanic("decode reservation belongs to a different G1 backend")
+        self.native.release_decode_reservation(res)
+
+    # -- destination reservations
+    def reserve_destination_at(self, owner: int, sequence: NewActiveSequence) -> DestinationReservation | str:
+        sig = sequence.prepare_allocation(sequence.num_input_tokens)
+        if sig is not None:
+            n_full = sum(1 for b in sig.blocks if isinstance(b, FullBlock))
+            if len(sig.plhs) != n_full:
+                raise NativePanic("PLHs must align with full blocks")
+        r = self.native.reserve_destination(owner, None if sig is None else layout_of(sig))
+        return "CapacityExhausted" if r is None else r
+
+    def activate_destination(self, res: Any) -> None:
+        if not isinstance(res, DestinationReservation):
+            raise NativePanic("destination reservation belongs to a different G1 backend")
+        self.native.activate_destination(res)
+
+    def cancel_destination(self, res: Any) -> None:
+        if not isinstance(res, DestinationReservation):
+            raise NativePanic("destination reservation belongs to a different G1 backend")
+        self.native.cancel_destination(res)
+
+    # -- metrics
+    def num_active_blocks(self) -> int:
+        return self.native.num_active_blocks()
+
+    def num_active_block_refs(self) -> int:
+        return self.native.num_active_block_refs()
+
+    def num_inactive_blocks(self) -> int:
+        return self.native.num_inactive_blocks()
+
+    def max_capacity(self) -> int:
+        return self.native.pool.capacity
+
+    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
+        return self.native.get_prefill_cost(sequence.unique, len(sequence), sequence.caching)
+
+
+def _toks(t: tuple[int, ...] | None) -> list[int] | None:
+    return None if t is None else list(t)

@@ -1,0 +1,440 @@
+"""The native ("vLLM") KV manager of the G1 era: per-request block tables over :class:`NativePool`.
+
+Real code: ``lib/mocker/src/kv_manager/vllm_backend.rs``, revision R06 (the request-table
+version that ``g1_manager.rs`` revision R05 drives); semantics reference §2.5.2–2.5.4, §2.6.
+The later lease rewrite (commit 22507053, also aisimulate-core's engine) keeps the same
+observable order: Removed when capacity is reserved, Stored when blocks are computed.
+
+State: the pool; ``tables`` (request → list of :class:`Entry` in position order: a partial
+with its UUID, or a full block with its hash and, until it is computed, the metadata its
+Stored will carry); ``partial_uuids``; ``next_event_id``; configuration (``block_size``,
+``enable_prefix_caching``, ``publishers``, ``dp_rank``).
+
+Every rejection is a :class:`NativePanic` whose id is the Rust panic message. Checks are
+made before any change, so a rejected call leaves no trace (the real code's validation
+block also runs before the reservation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from kvmodel.model.blocks import FullBlock, PartialBlock, UniqueBlock
+from kvmodel.model.errors import InvalidInput, NativePanic
+from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
+from kvmodel.model.g1.pool import NativePool, Reservation
+
+READY = "Ready"
+EXHAUSTED = "CapacityExhausted"
+
+
+@attrs.define
+class Pending:
+    """What a fresh full block's Stored will say, recorded when it is allocated."""
+
+    parent: int | None
+    local_hash: int | None
+    token_ids: list[int] | None
+
+
+@attrs.define
+class Entry:
+    """``OwnedBlock``: ``hash`` None for a partial (then ``uuid`` is set)."""
+
+    copy: int
+    hash: int | None = None
+    uuid: str | None = None
+    pending: Pending | None = None
+
+    def matches(self, b: UniqueBlock) -> bool:
+        if isinstance(b, FullBlock):
+            return self.hash == b.hash
+        return self.hash is None and self.uuid == b.uuid
+
+
+@attrs.define
+class Published:
+    """One event as a publisher receives it (the raw sink also sees ``block_token_ids``)."""
+
+    event: KvCacheEvent
+    block_token_ids: list[list[int]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.event.to_json()
+        if self.block_token_ids is not None:
+            out["block_token_ids"] = self.block_token_ids
+        return out
+
+
+@attrs.define
+class DecodeReservation:
+    pool: Reservation
+    backend: str = "native"
+
+
+@attrs.define
+class DestinationReservation:
+    owner: int
+    pool: Reservation
+    layout: Any  # the Use layout (blocks, local hashes, token ids, parent) or None
+    backend: str = "native"
+
+    def transferable_prompt_tokens(self, block_size: int) -> int:
+        """Fresh blocks × block size: a partial tail counts as a whole block (§6 #15)."""
+        return self.pool.fresh * block_size
+
+
+@attrs.define
+class Layout:
+    """A ``MoveBlock::Use`` payload (what the native manager reads of it)."""
+
+    blocks: list[UniqueBlock]
+    local_hashes: list[int]
+    token_ids: list[list[int]] | None
+    parent: UniqueBlock | None
+
+    def fulls(self) -> int:
+        return sum(1 for b in self.blocks if isinstance(b, FullBlock))
+
+
+class NativeKvManager:
+    """``VllmKvManager`` (request-table revision)."""
+
+    def __init__(
+        self,
+        max_capacity: int,
+        block_size: int,
+        *,
+        enable_prefix_caching: bool = True,
+        publishers: bool = True,
+        dp_rank: int = 0,
+        quirks: Iterable[str] = (),
+    ) -> None:
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 0:
+            raise InvalidInput(f"block_size must be a non-negative integer, got {block_size!r}")
+        if block_size == 0:
+            raise NativePanic("block_size must be > 0")
+        self.quirks = frozenset(quirks)
+        self.pool = NativePool(max_capacity, self.quirks)
+        self.block_size = block_size
+        self.caching = enable_prefix_caching
+        self.publishers = publishers
+        self.dp_rank = dp_rank
+        self.tables: dict[int, list[Entry]] = {}
+        self.partial_uuids: set[str] = set()
+        self.next_event_id = 0
+        self.outbox: list[Published] = []
+
+    def clone(self) -> NativeKvManager:
+        c = NativeKvManager.__new__(NativeKvManager)
+        c.quirks, c.block_size, c.caching, c.publishers, c.dp_rank = (
+            self.quirks,
+            self.block_size,
+            self.caching,
+            self.publishers,
+            self.dp_rank,
+        )
+        c.pool = self.pool.clone()
+        c.tables = {k: [attrs.evolve(e) for e in v] for k, v in self.tables.items()}
+        c.partial_uuids = set(self.partial_uuids)
+        c.next_event_id = self.next_event_id
+        c.outbox = list(self.outbox)
+        return c
+
+    def drain_events(self) -> list[Published]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    # -- events
+    def _publish(self, data: Stored | Removed, token_ids: list[list[int]] | None = None) -> None:
+        """``publish_kv_event``: nothing with caching off; without a publisher, nothing and the
+        event id does not advance."""
+        if not self.caching or not self.publishers:
+            return
+        self.outbox.append(Published(KvCacheEvent(self.next_event_id, data, self.dp_rank), token_ids))
+        self.next_event_id += 1
+
+    def _publish_removed(self, hashes: Sequence[int]) -> None:
+        if hashes:
+            self._publish(Removed(tuple(hashes)))
+
+    def _publish_groups(self, stores: list[tuple[int, Pending] | None]) -> None:
+        """Consecutive visible blocks form one Stored (parent: the first block's recorded
+        parent); a None breaks the run, and so does a change in local-hash or token-id presence."""
+        group: list[tuple[int, Pending]] = []
+
+        def flush() -> None:
+            if not group:
+                return
+            toks = [p.token_ids for _, p in group] if group[0][1].token_ids is not None else None
+            blocks = tuple(StoredBlock(h, p.local_hash or 0) for h, p in group)
+            self._publish(Stored(group[0][1].parent, blocks), toks)  # type: ignore[arg-type]
+            group.clear()
+
+        for s in stores:
+            if s is None:
+                flush()
+                continue
+            if group and (
+                (group[0][1].local_hash is None) != (s[1].local_hash is None)
+                or (group[0][1].token_ids is None) != (s[1].token_ids is None)
+            ):
+                flush()
+            group.append(s)
+        flush()
+
+    # -- validation of a Use layout (use_for_request and destination reservations)
+    def _validate(self, owner: int, lay: Layout, reusable: int) -> None:
+        n_full = lay.fulls()
+        if lay.local_hashes and len(lay.local_hashes) != n_full:
+            raise NativePanic("local hashes must align with full blocks", f"{len(lay.local_hashes)} for {n_full}")
+        if lay.token_ids is not None and len(lay.token_ids) != n_full:
+            raise NativePanic("token ids must align with full blocks", f"{len(lay.token_ids)} for {n_full}")
+        if isinstance(lay.parent, PartialBlock):
+            raise NativePanic("parent block cannot be partial")
+        seen: set[str] = set()
+        for b in lay.blocks:
+            if isinstance(b, PartialBlock):
+                if b.uuid in self.partial_uuids or b.uuid in seen:
+                    raise NativePanic("partial block is already allocated", b.uuid)
+                seen.add(b.uuid)
+        if reusable > len(lay.blocks):
+            raise NativePanic("reusable prefix exceeds the allocation", f"{reusable} > {len(lay.blocks)}")
+        if reusable and not self.caching:
+            raise NativePanic("prefix reuse requires prefix caching")
+        if reusable and self.tables.get(owner):
+            raise NativePanic("only a request's first allocation may reuse a prefix")
+        if any(not isinstance(b, FullBlock) for b in lay.blocks[:reusable]):
+            raise NativePanic("a reusable prefix can contain only full blocks")
+
+    def _commit(self, owner: int, lay: Layout, r: Reservation, cache_fresh: bool) -> None:
+        """``commit_layout``: prefix pins become references; fresh blocks get private copies
+        (full ones remember the Stored they will publish), or with ``cache_fresh`` (destination
+        activation) enter the cache at once and are published."""
+        table = self.tables.setdefault(owner, [])
+        prefix = self.pool.activate_prefix(r)
+        cursor = lay.parent.hash if isinstance(lay.parent, FullBlock) else None
+        stores: list[tuple[int, Pending] | None] = []
+        k = 0
+        for i, b in enumerate(lay.blocks):
+            if i < len(prefix):
+                h, copy = prefix[i]
+                table.append(Entry(copy, h))
+                cursor = h
+                continue
+            if isinstance(b, PartialBlock):
+                table.append(Entry(self.pool.allocate_private(r), None, b.uuid))
+                self.partial_uuids.add(b.uuid)
+                continue
+            meta = Pending(
+                cursor,
+                lay.local_hashes[k] if lay.local_hashes else None,
+                None if lay.token_ids is None else list(lay.token_ids[k]),
+            )
+            k += 1
+            if cache_fresh:
+                copy, visible = self.pool.allocate_cached(r, b.hash)
+                table.append(Entry(copy, b.hash))
+                stores.append((b.hash, meta) if visible else None)
+            else:
+                table.append(Entry(self.pool.allocate_private(r), b.hash, None, meta if self.caching else None))
+            cursor = b.hash
+        if cache_fresh:
+            self._publish_groups(stores)
+
+    # -- operations
+    def use_for_request(self, owner: int, lay: Layout, reusable: int = 0) -> tuple[str, int]:
+        """Reserve (prefix pins + fresh slots; Removed published first), then commit.
+        ``("Ready", len(blocks))`` or ``("CapacityExhausted", 0)`` with nothing changed."""
+        self._validate(owner, lay, reusable)
+        prefix = [b.hash for b in lay.blocks[:reusable] if isinstance(b, FullBlock)]
+        out = self.pool.reserve(prefix, len(lay.blocks) - reusable)
+        if out is None:
+            return EXHAUSTED, 0
+        self._publish_removed(out.removed)
+        self._commit(owner, lay, out.reservation, False)
+        self.pool.cancel(out.reservation)
+        return READY, len(lay.blocks)
+
+    def finalize_computed_prefix(self, owner: int, before: int, after: int) -> list[int]:
+        """The vLLM ``cache_blocks`` boundary: blocks completed by this decision become cached
+        and visible ones are published (one Stored per run of consecutive visible blocks).
+        Returns the table positions visited."""
+        if not self.caching:
+            return []
+        if before > after:
+            raise NativePanic("computed token count cannot move backwards", f"{before} > {after}")
+        first, completed = before // self.block_size, after // self.block_size
+        if first >= completed:
+            return []  # before the table is looked up (§6 #17)
+        table = self.tables.get(owner)
+        if table is None:
+            raise NativePanic("request owns no block table", f"request {owner}")
+        completed = min(completed, len(table))
+        stores: list[tuple[int, Pending] | None] = []
+        visited: list[int] = []
+        for pos in range(first, completed):
+            e = table[pos]
+            if e.hash is None:
+                break
+            visited.append(pos)
+            if e.pending is None:
+                stores.append(None)
+                continue
+            meta, e.pending = e.pending, None
+            visible = self.pool.cache_private(e.copy, e.hash)
+            stores.append((e.hash, meta) if visible else None)
+        self._publish_groups(stores)
+        return visited
+
+    def deref_for_request(self, owner: int, blocks: Sequence[UniqueBlock]) -> None:
+        """Release the named table tail (listed leaf first); no events."""
+        table = self.tables.get(owner)
+        if table is None:
+            raise NativePanic("request owns no block table", f"request {owner}")
+        if len(blocks) > len(table):
+            raise NativePanic("request releases too many blocks", f"{len(blocks)} > {len(table)}")
+        for i, b in enumerate(blocks):
+            e = table[len(table) - 1 - i]
+            if isinstance(b, FullBlock) != (e.hash is not None):
+                raise NativePanic("Deref block kind disagrees with request table")
+            if not e.matches(b):
+                what = "full-block Deref mismatch" if isinstance(b, FullBlock) else "partial Deref mismatch"
+                raise NativePanic(what, f"{b.to_json()}")
+        tail = table[len(table) - len(blocks) :]
+        del table[len(table) - len(blocks) :]
+        if not table:
+            del self.tables[owner]
+        for e in reversed(tail):
+            if e.hash is None:
+                assert e.uuid is not None
+                self.partial_uuids.discard(e.uuid)
+            self.pool.release(e.copy)
+
+    def promote_for_request(
+        self,
+        owner: int,
+        uuid: str,
+        h: int,
+        parent: int | None,
+        local_hash: int | None = None,
+        token_ids: list[int] | None = None,
+    ) -> None:
+        """The partial tail becomes full block ``h``: cached (and published if it is the hash's
+        first copy) when caching is on, left private otherwise."""
+        table = self.tables.get(owner)
+        if not table:
+            raise NativePanic("Promote requires a request-owned partial tail", f"request {owner}")
+        e = table[-1]
+        if e.hash is not None:
+            raise NativePanic("Promote requires a partial tail")
+        if e.uuid != uuid:
+            raise NativePanic("Promote partial UUID mismatch", f"{uuid} != {e.uuid}")
+        if self.caching and self.pool.cache_private(e.copy, h):
+            self._publish(
+                Stored(parent, (StoredBlock(h, local_hash or 0),)), None if token_ids is None else [list(token_ids)]
+            )
+        self.partial_uuids.discard(uuid)
+        e.hash, e.uuid, e.pending = h, None, None
+
+    # -- decode reservations
+    def reserve_decode_blocks(self, n: int) -> DecodeReservation | None:
+        out = self.pool.reserve([], n)
+        if out is None:
+            return None
+        self._publish_removed(out.removed)
+        return DecodeReservation(out.reservation)
+
+    def use_decode_reservation(self, owner: int, lay: Layout, res: DecodeReservation) -> tuple[str, int]:
+        self._validate(owner, lay, 0)
+        if res.pool.fresh < len(lay.blocks):
+            return EXHAUSTED, 0
+        self._commit(owner, lay, res.pool, False)
+        return READY, len(lay.blocks)
+
+    def release_decode_reservation(self, res: DecodeReservation) -> None:
+        self.pool.cancel(res.pool)
+
+    # -- destination reservations (disaggregated transfer)
+    def reserve_destination(self, owner: int, lay: Layout | None) -> DestinationReservation | None:
+        if owner in self.tables:
+            raise NativePanic("destination request already owns a block table", f"request {owner}")
+        if lay is None:
+            out = self.pool.reserve([], 0)
+            assert out is not None
+            return DestinationReservation(owner, out.reservation, None)
+        self._validate(owner, lay, 0)
+        prefix: list[int] = []
+        if self.caching:
+            for b in lay.blocks:
+                if not isinstance(b, FullBlock) or self.pool.prefix_hit(b.hash) is None:
+                    break
+                prefix.append(b.hash)
+        res = self.pool.reserve(prefix, len(lay.blocks) - len(prefix))
+        if res is None:
+            return None
+        self._publish_removed(res.removed)
+        return DestinationReservation(owner, res.reservation, lay)
+
+    def activate_destination(self, res: DestinationReservation) -> None:
+        if res.owner in self.tables:
+            raise NativePanic("destination request already owns a block table", f"request {res.owner}")
+        if res.layout is None:
+            self.pool.cancel(res.pool)
+            return
+        self._commit(res.owner, res.layout, res.pool, self.caching)
+        if len(res.pool):
+            raise NativePanic("destination reservation was not consumed")
+        self.pool.cancel(res.pool)
+
+    def cancel_destination(self, res: DestinationReservation) -> None:
+        self.pool.cancel(res.pool)
+
+    # -- queries
+    def num_active_blocks(self) -> int:
+        return self.pool.num_active()
+
+    def num_active_block_refs(self) -> int:
+        return self.pool.num_active_refs()
+
+    def num_inactive_blocks(self) -> int:
+        return self.pool.num_inactive()
+
+    def prefix_hit(self, h: int) -> bool | None:
+        return self.pool.prefix_hit(h)
+
+    def get_prefill_cost(
+        self, unique: Sequence[UniqueBlock], num_tokens: int, seq_caching: bool = True
+    ) -> dict[str, int]:
+        """Overlap = leading full blocks with a cached copy (both sides caching); ``active``
+        counts those whose hit is active."""
+        overlap = active = 0
+        if self.caching and seq_caching:
+            for b in unique:
+                if not isinstance(b, FullBlock):
+                    break
+                hit = self.pool.prefix_hit(b.hash)
+                if hit is None:
+                    break
+                overlap += 1
+                active += 1 if hit else 0
+        cached = min(overlap * self.block_size, num_tokens)
+        return {
+            "new_blocks": len(unique) - overlap,
+            "new_tokens": num_tokens - cached,
+            "cached_tokens": cached,
+            "active_cached_tokens": min(active * self.block_size, num_tokens),
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool.snapshot(),
+            "tables": {
+                str(o): [{"P": e.uuid, "copy": e.copy} if e.hash is None else {"F": e.hash, "copy": e.copy} for e in t]
+                for o, t in sorted(self.tables.items())
+            },
+            "next_event_id": self.next_event_id,
+        }
