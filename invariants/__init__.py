@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from kvmodel.invariants.core import Invariant, StepContext, Violation, Witness
+from kvmodel.invariants.g1 import INVARIANTS as _G1
+from kvmodel.invariants.g1 import WITNESSES as _G1_W
 from kvmodel.invariants.kv_manager import INVARIANTS as _KV
 from kvmodel.invariants.kv_manager import WITNESSES as _KV_W
 from kvmodel.invariants.lru import INVARIANTS_COUNTER as _LRU_C
@@ -12,9 +14,9 @@ from kvmodel.invariants.lru import WITNESSES_WALLCLOCK as _LRU_W_W
 from kvmodel.invariants.registry import INVARIANTS as _REG
 from kvmodel.invariants.registry import WITNESSES as _REG_W
 
-ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV + _REG
+ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV + _REG + _G1
 REGISTRY: dict[tuple[str, str], Invariant] = {(i.component, i.name): i for i in ALL}
-WITNESSES: tuple[Witness, ...] = _LRU_W_W + _LRU_C_W + _KV_W + _REG_W
+WITNESSES: tuple[Witness, ...] = _LRU_W_W + _LRU_C_W + _KV_W + _REG_W + _G1_W
 
 
 def witnesses_for(component: str) -> tuple[Witness, ...]:

@@ -28,17 +28,26 @@ CHECK_COMPONENTS = (
     "lru_evictor_counter",
     "kvbm_block_registry",
     "kv_router_radix_tree",
+    "g1_native",
 )
 # Short names accepted wherever a component is named.
-ALIASES = {"registry": "kvbm_block_registry", "router": "kv_router_radix_tree", "kv": "kv_manager"}
+ALIASES = {
+    "registry": "kvbm_block_registry",
+    "router": "kv_router_radix_tree",
+    "kv": "kv_manager",
+    "g1": "g1_native",
+    "native": "g1_native",
+}
 # Which engines check which component: the state machines run on the three model-checking
 # engines; the radix tree is checked against the real one (differential conformance).
 ENGINE_COMPONENTS = {
-    "hypothesis": CHECK_COMPONENTS[:4],
-    "explore": CHECK_COMPONENTS[:4],
-    "z3": CHECK_COMPONENTS[:4],
+    "hypothesis": (*CHECK_COMPONENTS[:4], "g1_native"),
+    "explore": (*CHECK_COMPONENTS[:4], "g1_native"),
+    "z3": CHECK_COMPONENTS[:4],  # the G1 spec is still to come
     "conform": ("kv_router_radix_tree",),
 }
+# The G1 world `kvmodel check` explores exhaustively (2,657 states, 3 s).
+CHECK_G1_SPACE: dict[str, Any] = {"owners": 2, "prompts": 2, "pushes": 1, "decode": 1}
 # The registry world `kvmodel check` explores exhaustively (seconds on 2 cores).
 CHECK_REGISTRY_SPACE: dict[str, Any] = {
     "hashes": 1,
@@ -210,6 +219,8 @@ def _explore_setup(comp: str) -> tuple[Any, dict[str, Any]]:
         return explorer.KvSpace(**CHECK_EXPLORE["space"]), dict(CHECK_EXPLORE["config"])
     if comp == "kvbm_block_registry":
         return explorer.RegSpace(**CHECK_REGISTRY_SPACE), {}
+    if comp == "g1_native":
+        return explorer.G1Space(**CHECK_G1_SPACE), {}
     # threshold 2: the lazy queue keeps stale entries between cleanups (with 1 it never does,
     # and a bug in skipping stale entries would be invisible)
     return explorer.LruSpace(comp, objects=2, max_queue=4), {"cleanup_threshold": 2}
@@ -477,6 +488,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     space: explorer.Space
     args.component = canonical_component(args.component)
+    args.capacity_given = args.capacity is not None
+    if args.capacity is None:
+        args.capacity = 2
     if args.component == "kvbm_block_registry":
         space = explorer.RegSpace(
             args.hashes, args.states, args.publish_handles, args.arcs, args.publishers, args.max_pending, args.shared
@@ -488,6 +502,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
     elif args.component in ("lru_evictor_wallclock", "lru_evictor_counter"):
         space = explorer.LruSpace(args.component, args.objects, args.max_queue)
         cfg = {"cleanup_threshold": args.cleanup_threshold}
+    elif args.component == "g1_native":
+        space = explorer.G1Space(args.owners, args.prompts, args.pushes, args.decode)
+        cfg = {"max_capacity": args.capacity if args.capacity_given else 3}
     else:
         raise UsageError(f"cannot explore {args.component!r} (known: {', '.join(CHECK_COMPONENTS)})")
     quirks = faithful(args.component) if args.faithful else frozenset(args.quirk or ())
@@ -896,7 +913,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
     e.add_argument("--component", default="kv_manager")
-    e.add_argument("--capacity", type=int, default=2, help="max_capacity (default 2)")
+    e.add_argument("--capacity", type=int, help="max_capacity (default 2; g1: 3)")
     e.add_argument("--blocks", type=int, default=3, help="full-block ids (default 3)")
     e.add_argument("--partials", type=int, default=1, help="partial-block names (default 1)")
     e.add_argument("--max-batch", type=int, default=2, help="longest Use/Deref/Destroy list (default 2)")
@@ -913,6 +930,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--publishers", type=int, default=2, help="registry: publisher slots (default 2)")
     e.add_argument("--max-pending", type=int, default=1, help="registry: undrained drops per registry (default 1)")
     e.add_argument("--shared", action="store_true", help="registry: a second Device registry")
+    e.add_argument("--owners", type=int, default=2, help="g1: requests (default 2)")
+    e.add_argument("--prompts", type=int, default=2, help="g1: prompts, at most 3 (default 2)")
+    e.add_argument("--pushes", type=int, default=1, help="g1: decode tokens per request (default 1)")
+    e.add_argument("--decode", type=int, default=1, help="g1: decode-reservation slots, 0 for none (default 1)")
     eg = e.add_mutually_exclusive_group()
     eg.add_argument("--faithful", action="store_true", help="all quirks on")
     eg.add_argument("--ideal", action="store_true", help="no quirks (the default)")

@@ -544,7 +544,33 @@ class HypothesisResult:
         }
 
 
+class G1Machine(_Base):
+    """The G1 facade with the native backend, driven by request-level moves (the explorer's
+    :class:`~kvmodel.explorer.G1Space`, wider: three requests, three prompts, three decode
+    tokens each, decode reservations of two slots). One rule picks an enabled move."""
+
+    component = "g1_native"
+    config: ClassVar[dict[str, Any]] = {"max_capacity": 3}
+    quirks = frozenset()
+
+    def __init__(self) -> None:
+        from kvmodel.explorer import G1Space
+
+        super().__init__()
+        self.space = G1Space(owners=3, prompts=3, pushes=3, decode=2)
+        self.moves = self.space.moves()
+
+    @rule(pick=st.integers(0, 10_000))
+    def move(self, pick: int) -> None:
+        enabled = [m for m in self.moves if self.space.allows(self.system, m)]
+        if not enabled:
+            return
+        op, _, args = self.space.concrete(self.system, enabled[pick % len(enabled)])
+        self._run_json(op, args)
+
+
 MACHINES: dict[str, type[_Base]] = {
+    "g1_native": G1Machine,
     "kv_manager": KvManagerMachine,
     "lru_evictor_wallclock": LruMachine,
     "lru_evictor_counter": LruMachine,

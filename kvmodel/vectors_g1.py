@@ -18,6 +18,7 @@ from kvmodel.model.g1.facade import G1Manager
 from kvmodel.model.g1.native import Layout, NativeKvManager, Published
 from kvmodel.model.g1.pool import NativePool, Reservation
 from kvmodel.model.g1.sequence import NewActiveSequence, signal_from_json
+from kvmodel.model.quirks import faithful
 from kvmodel.vectors import Matcher, Mismatch, Namespace, Uninterpretable, _check_step, _tokens
 
 
@@ -38,7 +39,7 @@ def event_view(p: Published) -> dict[str, Any]:
 
 def run_native_pool(v: dict[str, Any]) -> None:
     """``native_vllm_block_pool`` vectors: the pool driven directly, reservations and copies by name."""
-    pool = NativePool(v["constructor"]["capacity"])
+    pool = NativePool(v["constructor"]["capacity"], faithful("g1_native"))
     res: dict[str, Reservation] = {}
     copies: dict[str, int] = {}
     matcher = Matcher()
@@ -123,6 +124,7 @@ def run_native_backend(v: dict[str, Any]) -> None:
         enable_prefix_caching=c.get("enable_prefix_caching", True),
         publishers=_publishers(c),
         dp_rank=c.get("dp_rank", 0),
+        quirks=faithful("g1_native"),
     )
     matcher = Matcher()
     for i, step in enumerate(v["steps"]):
@@ -192,6 +194,7 @@ def run_g1_manager(v: dict[str, Any]) -> None:
         enable_prefix_caching=c.get("enable_prefix_caching", True),
         publishers=_publishers(c),
         dp_rank=c.get("dp_rank", 0),
+        quirks=faithful("g1_native") - {"promote_tail_before_finalize"},  # revision R05
     )
     seqs: dict[str, NewActiveSequence] = {}
     matcher = Matcher()

@@ -178,6 +178,58 @@ _ALL: list[Quirk] = [
     ),
 ]
 
+_ALL += [
+    # --- G1 facade with the native ("vLLM") backend (lib/mocker/src/kv_manager/g1_manager.rs,
+    # --- vllm_backend.rs, lib/mocker/src/cache/vllm_block_pool.rs) ---------------------------
+    Quirk(
+        "promote_tail_before_finalize",
+        "g1_native",
+        "§6 #18 (commit 366ff0ef)",
+        "finalize_computed_prefix promotes the computed tail before caching the earlier blocks, "
+        "so the tail's Stored names a parent whose own Stored comes after it (a router rejects it).",
+        ("g1.stored_parent_announced",),
+    ),
+    Quirk(
+        "prefix_hit_first_copy_only",
+        "g1_native",
+        "§6 #16",
+        "prefix_hit(h).is_active looks at the first physical copy of h only: an active second copy "
+        "is reported as inactive reuse (and the prefill cost's active_cached_tokens undercounts).",
+        ("g1.prefix_hit_active_exact",),
+    ),
+    Quirk(
+        "transferable_counts_partial_tail",
+        "g1_native",
+        "§6 #15",
+        "transferable_prompt_tokens = fresh blocks × block size: a partial prompt tail counts as a "
+        "whole block, so more tokens are announced than the prompt has.",
+        ("g1.transferable_within_prompt",),
+    ),
+    Quirk(
+        "finalize_skips_owner_check",
+        "g1_native",
+        "§6 #17",
+        "finalize_computed_prefix returns before looking the request up when no block boundary "
+        "is crossed: an unknown owner is accepted silently (it panics only if a block completes).",
+        ("g1.unknown_request_rejected",),
+    ),
+    Quirk(
+        "active_counts_reservations",
+        "g1_native",
+        "§6 #23",
+        "num_active_blocks counts reserved-but-unused decode and destination slots as active blocks.",
+        ("g1.active_count_resident",),
+    ),
+    Quirk(
+        "deref_exact_reverse_tail",
+        "g1_native",
+        "§6 #26",
+        "A Deref must name the request's table tail in exactly reversed table order; the same "
+        "blocks in another order panic (the old manager and KVBM accept any order).",
+        ("g1.deref_of_tail_accepted",),
+    ),
+]
+
 QUIRKS: dict[str, Quirk] = {q.name: q for q in _ALL}
 
 

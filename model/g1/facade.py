@@ -69,6 +69,26 @@ class G1Manager:
         c.quirks, c.backend, c.native = self.quirks, self.backend, self.native.clone()
         return c
 
+    def key(self) -> tuple[Any, ...]:
+        """The observable state, canonical: copy ids renamed by age, event ids left out."""
+        m = self.native
+        p = m.pool
+        rank = {i: k for k, i in enumerate(sorted(p.copies))}
+        return (
+            tuple((rank[i], c.hash, c.refs, c.pins) for i, c in sorted(p.copies.items())),
+            tuple(sorted((h, tuple(rank[i] for i in ids)) for h, ids in p.by_hash.items())),
+            tuple(rank[i] for i in p.inactive),
+            p.reserved,
+            tuple(
+                (o, tuple((rank[e.copy], e.hash, e.uuid, repr(e.pending)) for e in t))
+                for o, t in sorted(m.tables.items())
+            ),
+            tuple(sorted(m.partial_uuids)),
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.native.snapshot()
+
     @property
     def block_size(self) -> int:
         return self.native.block_size
@@ -142,7 +162,7 @@ class G1Manager:
             n_full = sum(1 for b in sig.blocks if isinstance(b, FullBlock))
             if len(sig.plhs) != n_full:
                 raise NativePanic("PLHs must align with full blocks")
-        r = self.native.reserve_destination(owner, None if sig is None else layout_of(sig))
+        r = self.native.reserve_destination(owner, None if sig is None else layout_of(sig), sequence.num_input_tokens)
         return "CapacityExhausted" if r is None else r
 
     def activate_destination(self, res: Any) -> None:

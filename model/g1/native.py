@@ -82,9 +82,16 @@ class DestinationReservation:
     layout: Any  # the Use layout (blocks, local hashes, token ids, parent) or None
     backend: str = "native"
 
+    prompt_tokens: int = 0
+    quirks: frozenset[str] = frozenset()
+
     def transferable_prompt_tokens(self, block_size: int) -> int:
-        """Fresh blocks × block size: a partial tail counts as a whole block (§6 #15)."""
-        return self.pool.fresh * block_size
+        """Faithful (§6 #15, ``transferable_counts_partial_tail``): fresh blocks × block size, a
+        partial tail counted as a whole block. Ideal: the prompt tokens those blocks hold."""
+        n = self.pool.fresh * block_size
+        if "transferable_counts_partial_tail" in self.quirks:
+            return n
+        return min(n, max(0, self.prompt_tokens - len(self.pool.prefix) * block_size))
 
 
 @attrs.define
@@ -268,9 +275,11 @@ class NativeKvManager:
         if before > after:
             raise NativePanic("computed token count cannot move backwards", f"{before} > {after}")
         first, completed = before // self.block_size, after // self.block_size
-        if first >= completed:
-            return []  # before the table is looked up (§6 #17)
         table = self.tables.get(owner)
+        if table is None and "finalize_skips_owner_check" not in self.quirks:
+            raise NativePanic("request owns no block table", f"request {owner}")
+        if first >= completed:
+            return []  # faithful: before the table is looked up (§6 #17)
         if table is None:
             raise NativePanic("request owns no block table", f"request {owner}")
         completed = min(completed, len(table))
@@ -297,14 +306,22 @@ class NativeKvManager:
             raise NativePanic("request owns no block table", f"request {owner}")
         if len(blocks) > len(table):
             raise NativePanic("request releases too many blocks", f"{len(blocks)} > {len(table)}")
-        for i, b in enumerate(blocks):
-            e = table[len(table) - 1 - i]
-            if isinstance(b, FullBlock) != (e.hash is not None):
-                raise NativePanic("Deref block kind disagrees with request table")
-            if not e.matches(b):
-                what = "full-block Deref mismatch" if isinstance(b, FullBlock) else "partial Deref mismatch"
-                raise NativePanic(what, f"{b.to_json()}")
         tail = table[len(table) - len(blocks) :]
+        if "deref_exact_reverse_tail" in self.quirks:
+            for i, b in enumerate(blocks):
+                e = table[len(table) - 1 - i]
+                if isinstance(b, FullBlock) != (e.hash is not None):
+                    raise NativePanic("Deref block kind disagrees with request table")
+                if not e.matches(b):
+                    what = "full-block Deref mismatch" if isinstance(b, FullBlock) else "partial Deref mismatch"
+                    raise NativePanic(what, f"{b.to_json()}")
+        else:  # ideal: the tail in any order (it is released leaf first all the same)
+            left = list(tail)
+            for b in blocks:
+                k = next((j for j, e in enumerate(left) if e.matches(b)), None)
+                if k is None:
+                    raise NativePanic("Deref does not name the request's tail", f"{b.to_json()}")
+                del left[k]
         del table[len(table) - len(blocks) :]
         if not table:
             del self.tables[owner]
@@ -359,13 +376,15 @@ class NativeKvManager:
         self.pool.cancel(res.pool)
 
     # -- destination reservations (disaggregated transfer)
-    def reserve_destination(self, owner: int, lay: Layout | None) -> DestinationReservation | None:
+    def reserve_destination(
+        self, owner: int, lay: Layout | None, prompt_tokens: int = 0
+    ) -> DestinationReservation | None:
         if owner in self.tables:
             raise NativePanic("destination request already owns a block table", f"request {owner}")
         if lay is None:
             out = self.pool.reserve([], 0)
             assert out is not None
-            return DestinationReservation(owner, out.reservation, None)
+            return DestinationReservation(owner, out.reservation, None, quirks=self.quirks)
         self._validate(owner, lay, 0)
         prefix: list[int] = []
         if self.caching:
@@ -377,7 +396,7 @@ class NativeKvManager:
         if res is None:
             return None
         self._publish_removed(res.removed)
-        return DestinationReservation(owner, res.reservation, lay)
+        return DestinationReservation(owner, res.reservation, lay, prompt_tokens=prompt_tokens, quirks=self.quirks)
 
     def activate_destination(self, res: DestinationReservation) -> None:
         if res.owner in self.tables:
@@ -395,7 +414,11 @@ class NativeKvManager:
 
     # -- queries
     def num_active_blocks(self) -> int:
-        return self.pool.num_active()
+        """Faithful (§6 #23, ``active_counts_reservations``): outstanding reservations count as
+        active blocks. Ideal: only resident copies in use."""
+        if "active_counts_reservations" in self.quirks:
+            return self.pool.num_active()
+        return len(self.pool.copies) - self.pool.num_inactive()
 
     def num_active_block_refs(self) -> int:
         return self.pool.num_active_refs()

@@ -152,6 +152,15 @@ class NewActiveSequence:
         if len(self.tokens) % block_size:
             self.unique.append(self._fresh_partial())
 
+    def copy(self) -> NewActiveSequence:
+        c = NewActiveSequence.__new__(NewActiveSequence)
+        c.__dict__.update(self.__dict__)
+        c._rng = random.Random()
+        c._rng.setstate(self._rng.getstate())
+        for k in ("tokens", "seq_hashes", "local_hashes", "plhs", "unique"):
+            setattr(c, k, list(getattr(self, k)))
+        return c
+
     # -- hashing
     def _complete_blocks(self) -> None:
         """Hash every full block not hashed yet."""

@@ -1,0 +1,266 @@
+"""Invariants of the G1 facade with the native backend (semantics §2.3, §2.5.4) and its stream.
+
+The monitor keeps the router's view of the published stream (each hash's Stored count minus
+its Removed count) and checks each event as it arrives: a Stored must name a parent that is
+announced at that moment. The system keeps the outstanding reservations and, per request,
+its sequence and computed-token watermark.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kvmodel.invariants.core import Invariant, StepContext, Witness
+from kvmodel.model.events import Removed, Stored
+
+C = "g1_native"
+
+
+class G1Monitor:
+    """The published stream's ghost: announced hashes, and what the latest step did wrong."""
+
+    def __init__(self) -> None:
+        self.announced: Counter[int] = Counter()
+        self.faults: dict[str, str] = {}
+        self.stored_with_parent = False
+        self.removed = False
+
+    def copy(self) -> G1Monitor:
+        m = G1Monitor()
+        m.announced = Counter(self.announced)
+        return m
+
+    def key(self) -> tuple[Any, ...]:
+        return tuple(sorted(self.announced.items()))
+
+    def observe(self, events: list[Any]) -> None:
+        self.faults = {}
+        self.stored_with_parent = self.removed = False
+        for p in events:
+            d = p.event.data
+            if isinstance(d, Stored):
+                if d.parent_hash is not None:
+                    self.stored_with_parent = True
+                    if self.announced[d.parent_hash] <= 0:
+                        self.faults.setdefault(
+                            "g1.stored_parent_announced",
+                            f"Stored{[b.block_hash for b in d.blocks]} names parent {d.parent_hash}, "
+                            "which is not announced",
+                        )
+                for b in d.blocks:
+                    self.announced[b.block_hash] += 1
+            elif isinstance(d, Removed):
+                self.removed = True
+                for h in d.block_hashes:
+                    self.announced[h] -= 1
+                    if self.announced[h] == 0:
+                        del self.announced[h]
+
+
+def _fault(name: str) -> Any:
+    def check(ctx: StepContext) -> str | None:
+        return ctx.monitor.faults.get(name)  # type: ignore[no-any-return]
+
+    return check
+
+
+def _capacity(ctx: StepContext) -> str | None:
+    p = ctx.model.native.pool
+    if len(p.copies) + p.reserved > p.capacity or p.reserved < 0:
+        return f"{len(p.copies)} copies + {p.reserved} reserved > capacity {p.capacity}"
+    return None
+
+
+def _lru_idle(ctx: StepContext) -> str | None:
+    p = ctx.model.native.pool
+    idle = {i for i, c in p.copies.items() if c.idle}
+    lru = set(p.inactive)
+    if idle != lru or len(lru) != len(p.inactive):
+        return f"LRU holds copies {sorted(lru)}, the idle cached copies are {sorted(idle)}"
+    refs = sum(1 for c in p.copies.values() if c.hash is not None and (c.refs < 0 or c.pins < 0))
+    return f"{refs} copies with a negative count" if refs else None
+
+
+def _announced_visible(ctx: StepContext) -> str | None:
+    m = ctx.model.native
+    if not (m.caching and m.publishers):
+        return None
+    ann = {h for h, n in ctx.monitor.announced.items() if n > 0}
+    over = {h: n for h, n in ctx.monitor.announced.items() if n != 1}
+    vis = m.pool.visible()
+    if ann != vis or over:
+        return (
+            f"the stream announces {sorted(ann)} (counts {over or 'ok'}), the hashes with a cached copy are "
+            f"{sorted(vis)}"
+        )
+    return None
+
+
+def _failed_no_trace(ctx: StepContext) -> str | None:
+    failed = ctx.error is not None or (isinstance(ctx.result, str) and ctx.result == "CapacityExhausted")
+    if not failed:
+        return None
+    if ctx.events or ctx.model.key() != ctx.pre_key:
+        what = "rejected" if ctx.error is not None else "CapacityExhausted"
+        return f"{ctx.op} {what} but changed the state or published {len(ctx.events)} event(s)"
+    return None
+
+
+def _reserved_outstanding(ctx: StepContext) -> str | None:
+    p = ctx.model.native.pool
+    held = ctx.pre.get("outstanding_fresh", 0)
+    if p.reserved != held:
+        return f"pool.reserved = {p.reserved}, outstanding reservations hold {held} fresh slot(s)"
+    return None
+
+
+def _active_resident(ctx: StepContext) -> str | None:
+    m = ctx.model.native
+    n = m.num_active_blocks()
+    resident = len(m.pool.copies) - m.pool.num_inactive()
+    return None if n == resident else f"num_active_blocks = {n}, resident copies in use = {resident}"
+
+
+def _prefix_exact(ctx: StepContext) -> str | None:
+    p = ctx.model.native.pool
+    for h, ids in sorted(p.by_hash.items()):
+        exact = any(p.copies[i].refs > 0 or p.copies[i].pins > 0 for i in ids)
+        if bool(p.prefix_hit(h)) != exact:
+            return f"prefix_hit({h}).is_active = {bool(p.prefix_hit(h))}, but a copy in use: {exact}"
+    return None
+
+
+def _transferable(ctx: StepContext) -> str | None:
+    if ctx.op != "reserve_destination" or ctx.error is not None or not isinstance(ctx.result, dict):
+        return None
+    t, limit = ctx.result.get("transferable_prompt_tokens", 0), ctx.result.get("uncached_prompt_tokens", 0)
+    return None if t <= limit else f"transferable_prompt_tokens = {t} but only {limit} prompt tokens need transfer"
+
+
+def _unknown_rejected(ctx: StepContext) -> str | None:
+    if ctx.op != "finalize" or ctx.error is not None:
+        return None
+    owner = (ctx.args or {}).get("owner")
+    if owner not in ctx.pre.get("owners", ()):
+        return f"finalize_computed_prefix for request {owner}, which owns no block table, was accepted"
+    return None
+
+
+def _tail_accepted(ctx: StepContext) -> str | None:
+    if ctx.op != "deref_in_order" or ctx.error is None or not ctx.pre.get("deref_names_tail"):
+        return None
+    return f"a Deref naming request {(ctx.args or {}).get('owner')}'s whole table was rejected: {ctx.error}"
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant("g1.capacity", C, "state", "Copies plus reserved slots never exceed the pool's capacity.", _capacity),
+    Invariant(
+        "g1.lru_exactly_idle",
+        C,
+        "state",
+        "The inactive LRU holds exactly the cached copies with no reference and no pin (free, cached "
+        "and referenced copies are disjoint).",
+        _lru_idle,
+    ),
+    Invariant(
+        "g1.stored_parent_announced",
+        C,
+        "stream",
+        "Parent before child: every Stored names a parent whose Stored was published (and not Removed) before it.",
+        _fault("g1.stored_parent_announced"),
+        witnesses=("g1.w.stored_with_parent",),
+    ),
+    Invariant(
+        "g1.announced_matches_visible",
+        C,
+        "stream",
+        "The stream announces exactly the hashes with a cached copy, each once: Stored on a hash's "
+        "first copy, Removed only with its last.",
+        _announced_visible,
+        witnesses=("g1.w.eviction", "g1.w.duplicate_copy"),
+    ),
+    Invariant(
+        "g1.failed_no_trace",
+        C,
+        "step",
+        "A rejected operation or a CapacityExhausted acquisition changes nothing and publishes nothing.",
+        _failed_no_trace,
+        witnesses=("g1.w.exhausted",),
+    ),
+    Invariant(
+        "g1.reserved_matches_outstanding",
+        C,
+        "state",
+        "The pool's reserved slots are exactly the fresh slots outstanding reservations still hold "
+        "(activating or cancelling returns everything a reservation took).",
+        _reserved_outstanding,
+        witnesses=("g1.w.destination_activated",),
+    ),
+    Invariant(
+        "g1.active_count_resident",
+        C,
+        "state",
+        "num_active_blocks counts the resident copies in use, not promised capacity.",
+        _active_resident,
+    ),
+    Invariant(
+        "g1.prefix_hit_active_exact",
+        C,
+        "state",
+        "prefix_hit(h).is_active holds iff some copy of h is referenced or pinned.",
+        _prefix_exact,
+    ),
+    Invariant(
+        "g1.transferable_within_prompt",
+        C,
+        "step",
+        "A destination reservation announces no more transferable tokens than its prompt has beyond the cached prefix.",
+        _transferable,
+    ),
+    Invariant(
+        "g1.unknown_request_rejected",
+        C,
+        "step",
+        "finalize_computed_prefix for a request that owns no block table is rejected.",
+        _unknown_rejected,
+    ),
+    Invariant(
+        "g1.deref_of_tail_accepted",
+        C,
+        "step",
+        "A Deref naming exactly the blocks of a request's table (in any order) is accepted.",
+        _tail_accepted,
+    ),
+)
+
+
+def _w_dup(ctx: StepContext) -> bool:
+    return any(len(v) > 1 for v in ctx.model.native.pool.by_hash.values())
+
+
+WITNESSES: tuple[Witness, ...] = (
+    Witness(
+        "g1.w.stored_with_parent", C, "A Stored naming a parent is published.", lambda c: c.monitor.stored_with_parent
+    ),
+    Witness("g1.w.eviction", C, "A Removed is published (a hash's last copy evicted).", lambda c: c.monitor.removed),
+    Witness("g1.w.duplicate_copy", C, "A hash has two physical copies.", _w_dup),
+    Witness(
+        "g1.w.exhausted",
+        C,
+        "An acquisition returns CapacityExhausted.",
+        lambda c: c.error is None and c.result == "CapacityExhausted",
+    ),
+    Witness(
+        "g1.w.destination_activated",
+        C,
+        "A destination reservation is activated.",
+        lambda c: c.op == "activate_destination" and c.error is None,
+    ),
+    Witness(
+        "g1.w.prefix_reused",
+        C,
+        "A request's first allocation reuses a cached prefix.",
+        lambda c: c.op == "allocate" and c.error is None and bool(c.pre.get("reusable")),
+    ),
+)
