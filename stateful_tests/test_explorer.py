@@ -23,6 +23,8 @@ def _space(entry: dict[str, Any]) -> explorer.Space:
         return explorer.KvSpace(**entry["space"])
     if entry["component"] == "kvbm_block_registry":
         return explorer.RegSpace(**entry["space"])
+    if entry["component"] == "g1_native":
+        return explorer.G1Space(**entry["space"])
     return explorer.LruSpace(entry["component"], **entry["space"])
 
 
@@ -59,6 +61,7 @@ def test_manifest_covers_every_component_quirk_and_the_ideal_at_capacity_4_with_
         "lru_evictor_wallclock",
         "lru_evictor_counter",
         "kvbm_block_registry",
+        "g1_native",
     }
     big = next(e for e in MANIFEST["entries"] if e["name"] == "ideal-c4-b6")
     assert big["config"]["max_capacity"] == 4 and big["space"]["n_full"] == 6

@@ -16,6 +16,22 @@ from kvmodel.model.quirks import QUIRKS, quirks_of
 ROOT = Path(__file__).resolve().parents[1]
 
 CONSEQUENCE = {
+    "promote_tail_before_finalize": "The computed tail's Stored reaches the router before its parent's: the real "
+    "RadixTree rejects it whole (ParentBlockNotFound), so the block this request just computed is invisible to "
+    "prefix-aware routing, although the manager caches it. Fixed in revision R05 (finalize, then promote), which "
+    "is the ideal variant; the g1_manager vector pins R05's order.",
+    "prefix_hit_first_copy_only": "With duplicate copies of a hash (the same prompt run twice without an "
+    "authorised prefix), the prefill cost reports an active hit as inactive reuse: active_cached_tokens "
+    "undercounts, and a scheduler that prefers requests with active prefixes mis-ranks them.",
+    "transferable_counts_partial_tail": "A disaggregated transfer announces up to block_size - 1 more tokens "
+    "than the prompt has (10 tokens, block size 4: 12), so transfer-time and bandwidth estimates run high.",
+    "finalize_skips_owner_check": "A finalize for a request that does not exist (freed, preempted, or a stale "
+    "id) is accepted silently as long as no block boundary is crossed, and panics once one is: the same bug "
+    "surfaces only on some token counts.",
+    "active_counts_reservations": "num_active_blocks rises as soon as capacity is reserved for decode or a "
+    "transfer, before any block is used: load metrics and the router's active-block view overstate use.",
+    "deref_exact_reverse_tail": "A caller that releases a request's blocks in table order (as the old manager and "
+    "KVBM accept) panics the native manager: the three backends do not share one release contract.",
     "use_non_atomic": "The scheduler preempts on `false`, believing nothing was allocated, but the earlier blocks of "
     "the batch stay resident and referenced with no owner, and the router never hears of them: its view and the "
     "manager's cache differ, prefix-aware routing under-counts this worker, and a later eviction sends a Remove for "
@@ -95,6 +111,15 @@ REACHABLE = {"promote_always_stores", "promote_leaves_inactive_copy", "promote_o
 def _fmt_events(obs: dict[str, Any]) -> str:
     out = []
     for e in obs.get("events", []):
+        if "data" in e:  # a KvCacheEvent (G1 era)
+            d = e["data"]
+            if "stored" in d:
+                hs = [f"#{str(b['block_hash'])[-5:]}" for b in d["stored"]["blocks"]]
+                p = d["stored"]["parent_hash"]
+                out.append(f"Stored([{', '.join(hs)}], parent={'None' if p is None else '#' + str(p)[-5:]})")
+            else:
+                out.append(f"Removed([{', '.join('#' + str(h)[-5:] for h in d['removed']['block_hashes'])}])")
+            continue
         if "kind" in e:  # a registry event
             out.append(
                 f"{e['kind']}({e['sequence_hash']}, {e['tier']})" if e["tier"] else f"{e['kind']}({e['sequence_hash']})"
@@ -137,9 +162,10 @@ def _index() -> list[str]:
         out.append(f"| `{q}` | {comp} | `{inv}` | {n} step{'' if n == 1 else 's'} | {real} |")
     out += [
         "",
-        "In every row the ideal variant (the quirk off) is proved by k-induction (`kvmodel prove --component",
-        "NAME`), holds under Hypothesis and exhaustive exploration, and BMC finds the quirk's violations at the",
-        "explorer's minimal depths (`kvmodel check`).",
+        "In every row the ideal variant (the quirk off) holds under Hypothesis and exhaustive exploration",
+        "(`kvmodel check`); except for `g1_native`, whose Z3 spec is still to come, it is also proved by",
+        "k-induction (`kvmodel prove --component NAME`) and BMC finds the quirk's violations at the explorer's",
+        "minimal depths.",
         "",
     ]
     return out
@@ -150,14 +176,13 @@ def _real(q: Any) -> str:
         return "real RadixTree: " + ("yes" if q.name in ROUTER else "no visible effect") + " (docs/router.md)"
     if q.component == "kvbm_block_registry":
         return "no binary (dynamo-llm); Rust tests as vectors pass"
+    if q.component == "g1_native":
+        return "not yet (mocker and vLLM conformance still to come); Rust tests as vectors pass"
     return "evictor no longer in the 1.6.1 mocker"
 
 
 def _registry_section(bfs: dict[str, dict[str, int]]) -> list[str]:
     """The KVBM block registry's quirks: BFS-minimal traces from the explorer (exact minima)."""
-    from kvmodel import explorer
-
-    man = json.loads((ROOT / "specs" / "manifest.json").read_text())["entries"]
     lines = [
         "# The KVBM block registry (`lib/llm/src/block_manager/block/registry.rs`, seed 004)",
         "",
@@ -182,9 +207,38 @@ def _registry_section(bfs: dict[str, dict[str, int]]) -> list[str]:
         "way gets a second Register when the handle drops.",
         "",
     ]
-    for q in quirks_of("kvbm_block_registry"):
-        entry = next(e for e in man if e["name"] == f"quirk-{q.name}-registry")
-        sp = explorer.RegSpace(**entry["space"])
+    return lines + _explored_quirks("kvbm_block_registry", "registry", bfs)
+
+
+def _g1_section(bfs: dict[str, dict[str, int]]) -> list[str]:
+    """The G1 facade with the native backend: BFS-minimal traces from the explorer."""
+    lines = [
+        "# The G1 manager with the native backend (`lib/mocker/src/kv_manager/g1_manager.rs`, `vllm_backend.rs`,",
+        "# `lib/mocker/src/cache/vllm_block_pool.rs`; seed 002)",
+        "",
+        "Traces come from the explorer (`kvmodel explore --component g1 --quirk NAME`): two requests started from",
+        "the prompts `[1, 2, 5]` and `[7]` (block size 2, capacity 3), one decode token each, one decode slot.",
+        "Hashes are the mocker's XXH3 sequence hashes, shown by their last five digits. Requests are driven as",
+        "the scheduler drives them: a token that starts a new block is generated only after everything before",
+        "it was computed and finalized. (Without that discipline the native manager's Promote publishes a",
+        "Stored whose parent was never finalized, in R05 too: parent-before-child is the caller's contract.)",
+        "",
+        "Modelled but not switchable: the native backend publishes Removed when capacity is reserved, long",
+        "before the Stored of the same allocation at finalize (§6 #14). Every event is right at its moment, so",
+        "no invariant separates it from an alternative; it is what the mocker conformance will check.",
+        "",
+    ]
+    return lines + _explored_quirks("g1_native", "g1", bfs)
+
+
+def _explored_quirks(component: str, suffix: str, bfs: dict[str, dict[str, int]]) -> list[str]:
+    from kvmodel import explorer
+
+    man = json.loads((ROOT / "specs" / "manifest.json").read_text())["entries"]
+    lines: list[str] = []
+    for q in quirks_of(component):
+        entry = next(e for e in man if e["name"] == f"quirk-{q.name}-{suffix}")
+        sp: Any = explorer.RegSpace(**entry["space"]) if suffix == "registry" else explorer.G1Space(**entry["space"])
         r = explorer.explore(entry["config"], entry["quirks"], sp)
         inv = min(r.violations, key=lambda n: (r.violations[n]["depth"], n))
         t = explorer.violation_trace(r, inv)
@@ -200,8 +254,13 @@ def _registry_section(bfs: dict[str, dict[str, int]]) -> list[str]:
             "- All invariants it breaks, with the BFS-minimal depth: "
             + ", ".join(f"`{k}` {d}" for k, d in sorted(bfs[entry["name"]].items(), key=lambda x: (x[1], x[0]))),
             f"- Consequence: {CONSEQUENCE[q.name]}",
-            "- Ideal variant: with this quirk off the world runs clean (`kvmodel check --component registry`) and "
-            "every invariant is proved by k-induction (`kvmodel prove --component registry`).",
+            (
+                "- Ideal variant: with this quirk off the world runs clean (`kvmodel check --component registry`) "
+                "and every invariant is proved by k-induction (`kvmodel prove --component registry`)."
+                if suffix == "registry"
+                else "- Ideal variant: with this quirk off the world runs clean under Hypothesis and exhaustive "
+                "exploration (`kvmodel check --component g1`); its Z3 spec is still to come."
+            ),
             "",
         ]
         for i, st_ in enumerate(t["steps"]):
@@ -318,6 +377,7 @@ def main() -> None:
         "",
     ]
     lines += _registry_section(bfs)
+    lines += _g1_section(bfs)
     missing = set(QUIRKS) - set(CONSEQUENCE)
     assert not missing, missing
     cut = lines.index("") + 1  # after the title
