@@ -692,7 +692,7 @@ def cmd_bmc(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- conform
 
-CONFORM_TARGETS = ("dynamo-radix-tree",)
+CONFORM_TARGETS = ("dynamo-radix-tree", "vllm-block-pool")
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
@@ -703,6 +703,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown target {args.target!r} (known: {', '.join(CONFORM_TARGETS)})")
     if args.workloads < 1:
         raise UsageError("--workloads must be at least 1")
+    if args.target == "vllm-block-pool":
+        return _conform_vllm(args)
     why = radix.real_available()
     if why is not None:
         print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
@@ -734,6 +736,47 @@ def cmd_conform(args: argparse.Namespace) -> int:
         if d:
             print(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['real']}")
             print("minimal operations:")
+            for op in out["counterexample"]:
+                print(f"  {json.dumps(op, sort_keys=True)}")
+    return 1 if out["divergences"] else 0
+
+
+def _conform_vllm(args: argparse.Namespace) -> int:
+    """The native block pool against vLLM's real BlockPool (CPU build, tools/install-vllm.sh)."""
+    from kvmodel.conformance import vllm_pool
+
+    why = vllm_pool.real_available()
+    if why is not None:
+        print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
+        return 2
+    real = vllm_pool.VllmPool()
+    with Progress(f"conform {args.target}") as bar:
+        rep = vllm_pool.run(
+            vllm_pool.ModelPool(),
+            real,
+            workloads=args.workloads,
+            seed=args.seed,
+            max_ops=args.max_ops,
+            progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
+        )
+    out = rep.to_json()
+    out["duplicate_copy_witness"] = vllm_pool.duplicate_witness(real)
+    if out["counterexample"] and args.out:
+        path = Path(args.out) / f"conform-{args.target}-seed{args.seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"target": args.target, "operations": out["counterexample"]}, indent=2) + "\n")
+        out["counterexample_path"] = str(path)
+    if args.json:
+        _emit_json(out)
+    else:
+        print(
+            f"{args.target} ({out['real']}): {out['workloads']} workloads, {out['operations']} operations, "
+            f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['operations_per_second']} operations/s, "
+            f"both sides); {out['duplicate_events']} per-copy events beyond the per-hash transitions (documented)"
+        )
+        d = out["first_divergence"]
+        if d:
+            print(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['real']}")
             for op in out["counterexample"]:
                 print(f"  {json.dumps(op, sort_keys=True)}")
     return 1 if out["divergences"] else 0
