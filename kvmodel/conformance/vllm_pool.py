@@ -152,8 +152,12 @@ class VllmPool:
 
         init_none_hash(sha256)
         self._hasher = get_request_block_hasher(BLOCK, sha256)
-        self._cls, self._req, self._sp = BlockPool, Request, SamplingParams
-        self._stored, self._removed, self._ext = BlockStored, BlockRemoved, maybe_convert_block_hash
+        self._cls: Any = BlockPool
+        self._req: Any = Request
+        self._sp: Any = SamplingParams
+        self._stored: Any = BlockStored
+        self._removed: Any = BlockRemoved
+        self._ext: Any = maybe_convert_block_hash
         self.name = f"vllm.v1.core.block_pool.BlockPool (vllm {vllm.__version__})"
         self.version = vllm.__version__
         self.pool: Any = None
@@ -183,13 +187,13 @@ class VllmPool:
                 block_hasher=self._hasher,
             )
             hashes = [bytes(x) for x in req.block_hashes]
-            for i, h in enumerate(hashes):
+            for i, hb in enumerate(hashes):
                 lab = label(op["seq"], i)
-                self.labels[self._ext(h)] = lab
-                self.internal[lab] = h
+                self.labels[self._ext(hb)] = lab
+                self.internal[lab] = hb
             hits = []
-            for h in hashes:
-                got = p.get_cached_block(h, [0])
+            for hb in hashes:
+                got = p.get_cached_block(hb, [0])
                 if got is None:
                     break
                 hits.append(got[0])
