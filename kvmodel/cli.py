@@ -692,7 +692,7 @@ def cmd_bmc(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- conform
 
-CONFORM_TARGETS = ("dynamo-radix-tree", "vllm-block-pool")
+CONFORM_TARGETS = ("dynamo-radix-tree", "dynamo-mocker", "vllm-block-pool")
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
@@ -705,6 +705,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError("--workloads must be at least 1")
     if args.target == "vllm-block-pool":
         return _conform_vllm(args)
+    if args.target == "dynamo-mocker":
+        return _conform_mocker(args)
     why = radix.real_available()
     if why is not None:
         print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
@@ -738,6 +740,39 @@ def cmd_conform(args: argparse.Namespace) -> int:
             print("minimal operations:")
             for op in out["counterexample"]:
                 print(f"  {json.dumps(op, sort_keys=True)}")
+    return 1 if out["divergences"] else 0
+
+
+def _conform_mocker(args: argparse.Namespace) -> int:
+    """The native backend (leases over the native pool) against the real mocker's KV events."""
+    from kvmodel.conformance import mocker
+
+    why = mocker.available()
+    if why is not None:
+        print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
+        return 2
+    with Progress(f"conform {args.target}") as bar:
+        rep = mocker.run(
+            workloads=args.workloads, seed=args.seed, progress=lambda n: bar.update(f"{n} of {args.workloads}")
+        )
+    out = rep.to_json()
+    if out["counterexample"] and args.out:
+        path = Path(args.out) / f"conform-{args.target}-seed{args.seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"target": args.target, "workload": out["counterexample"]}, indent=2) + "\n")
+        out["counterexample_path"] = str(path)
+    if args.json:
+        _emit_json(out)
+    else:
+        print(
+            f"{args.target} (ai-dynamo-runtime 1.6.1 mocker, sequential requests): {out['workloads']} workloads, "
+            f"{out['requests']} requests, {out['events']} events, {out['divergences']} divergences, "
+            f"{out['seconds']:.2f}s ({out['events_per_second']} events/s, both sides)"
+        )
+        d = out["first_divergence"]
+        if d:
+            print(f"DIVERGENCE ({d['what']} #{d['index']}): model {d['model']}, real {d['real']}")
+            print(f"  workload: {json.dumps(out['counterexample'], sort_keys=True)}")
     return 1 if out["divergences"] else 0
 
 
