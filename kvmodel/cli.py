@@ -44,7 +44,7 @@ ENGINE_COMPONENTS = {
     "hypothesis": (*CHECK_COMPONENTS[:4], "g1_native"),
     "explore": (*CHECK_COMPONENTS[:4], "g1_native"),
     "z3": CHECK_COMPONENTS[:4],  # the G1 spec is still to come
-    "conform": ("kv_router_radix_tree",),
+    "conform": ("kv_router_radix_tree", "g1_native"),
 }
 # The G1 world `kvmodel check` explores exhaustively (2,657 states, 3 s).
 CHECK_G1_SPACE: dict[str, Any] = {"owners": 2, "prompts": 2, "pushes": 1, "decode": 1}
@@ -121,10 +121,11 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         bar.update(f"{engine} on {', '.join(mine)}", force=True)
         if engine == "conform":
-            row = _check_conform(args.seed, out_dir)
-            failed |= row["verdict"] not in ("pass", "reproduced")
-            results.append(row)
-            _log(args, _line(row), bar)
+            for comp in mine:
+                row = _check_conform(args.seed, out_dir) if comp == "kv_router_radix_tree" else _check_mocker(args.seed)
+                failed |= row["verdict"] not in ("pass", "reproduced")
+                results.append(row)
+                _log(args, _line(row), bar)
             continue
         if engine == "z3":
             for row in _check_z3(mine, mode, out_dir):
@@ -341,6 +342,41 @@ def _check_conform(seed: int, out_dir: Path) -> dict[str, Any]:
             verdict="DIVERGENCE",
             trace=str(path),
             violation={"invariant": f"conformance ({d['what']})", "step": d["step"], "message": "model != real"},
+        )
+    else:
+        row["verdict"] = "pass"
+    return row
+
+
+def _check_mocker(seed: int) -> dict[str, Any]:
+    """The G1 native backend against the real mocker's KV events (needs the `real` extra)."""
+    from kvmodel.conformance import mocker
+
+    row: dict[str, Any] = {
+        "engine": "conform",
+        "component": "g1_native",
+        "check": "vs real mocker (ai-dynamo-runtime)",
+        "steps": 0,
+        "seconds": 0.0,
+        "violation": None,
+        "trace": None,
+        "error": None,
+    }
+    why = mocker.available()
+    if why is not None:
+        row.update(verdict="FAIL", error=why)
+        return row
+    j = mocker.run(workloads=CHECK_CONFORM_WORKLOADS, seed=seed).to_json()
+    row.update(steps=j["events"], seconds=j["seconds"], conformance=j)
+    if j["divergences"]:
+        d = j["first_divergence"] or {}
+        row.update(
+            verdict="DIVERGENCE",
+            violation={
+                "invariant": f"conformance ({d.get('what')})",
+                "step": d.get("index", 0),
+                "message": "model != real",
+            },
         )
     else:
         row["verdict"] = "pass"

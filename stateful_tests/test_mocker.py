@@ -61,7 +61,7 @@ class _RootFirst(mk.LeaseScheduler):
 
 class _NoHitCap(mk.LeaseScheduler):
     def request(self, prompt: Sequence[int], generated: Sequence[int], outputs: int) -> int | None:
-        return super().request(list(prompt) + [0], generated, outputs)  # one more token: the cap moves
+        return super().request([*prompt, 0], generated, outputs)  # one more token: the cap moves
 
 
 @pytest.mark.parametrize("wrong", [_RootFirst, _NoHitCap], ids=lambda c: c.__name__)

@@ -177,7 +177,7 @@ def _real(q: Any) -> str:
     if q.component == "kvbm_block_registry":
         return "no binary (dynamo-llm); Rust tests as vectors pass"
     if q.component == "g1_native":
-        return "not yet (mocker and vLLM conformance still to come); Rust tests as vectors pass"
+        return "no: the mocker and vLLM conformance runs do not reach these paths; Rust tests as vectors pass"
     return "evictor no longer in the 1.6.1 mocker"
 
 
@@ -225,7 +225,19 @@ def _g1_section(bfs: dict[str, dict[str, int]]) -> list[str]:
         "",
         "Modelled but not switchable: the native backend publishes Removed when capacity is reserved, long",
         "before the Stored of the same allocation at finalize (§6 #14). Every event is right at its moment, so",
-        "no invariant separates it from an alternative; it is what the mocker conformance will check.",
+        "no invariant separates it from an alternative; the mocker conformance pins it.",
+        "",
+        "Found on the real binaries (`docs/g1.md`):",
+        "",
+        "- The real 1.6.1 mocker stalls when a lone request's decode needs one block more than the pool has:",
+        "  the offline replay aborts (`replay invariant violated: offline replay detected an effect-free",
+        "  zero-duration pass`). Prompt `[10, 11, 12, 13] * 3`, 2 output tokens, 3 GPU blocks of 4 tokens. The",
+        "  model predicts it (`stateful_tests/test_mocker.py::test_a_request_that_outgrows_the_pool_stalls_both`).",
+        "- vLLM's `BlockPool` publishes per physical block, Dynamo's native pool per hash: two requests that",
+        "  compute the same prompt before either caches it make vLLM send a second BlockStored for cached hashes,",
+        "  then a BlockRemoved when one copy is evicted while the other still serves the hash. A router fed vLLM's",
+        "  stream drops a live hash there. Six operations (`kvmodel conform --target vllm-block-pool --json`,",
+        "  `duplicate_copy_witness`).",
         "",
     ]
     return lines + _explored_quirks("g1_native", "g1", bfs)

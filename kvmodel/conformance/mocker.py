@@ -264,7 +264,7 @@ def compare(w: Workload) -> tuple[MockerDivergence | None, int]:
             return MockerDivergence("event", i, list(x), list(y)), len(b)
     if len(a) != len(b):
         i = min(len(a), len(b))
-        return MockerDivergence("event count", i, a[i:i + 3], b[i:i + 3]), len(b)
+        return MockerDivergence("event count", i, a[i : i + 3], b[i : i + 3]), len(b)
     for i, (x, y) in enumerate(zip(model.cached, real.cached, strict=True)):
         if x != y:
             return MockerDivergence("cached_tokens", i, x, y), len(b)
