@@ -265,9 +265,11 @@ def compare(w: Workload) -> tuple[MockerDivergence | None, int]:
     if len(a) != len(b):
         i = min(len(a), len(b))
         return MockerDivergence("event count", i, a[i : i + 3], b[i : i + 3]), len(b)
-    for i, (x, y) in enumerate(zip(model.cached, real.cached, strict=True)):
-        if x != y:
-            return MockerDivergence("cached_tokens", i, x, y), len(b)
+    if len(model.cached) != len(real.cached):
+        return MockerDivergence("requests", 0, len(model.cached), len(real.cached)), len(b)
+    for i, (cx, cy) in enumerate(zip(model.cached, real.cached, strict=True)):
+        if cx != cy:
+            return MockerDivergence("cached_tokens", i, cx, cy), len(b)
     return None, len(b)
 
 
@@ -348,7 +350,7 @@ def run(*, workloads: int, seed: int = 0, progress: Callable[[int], None] | None
             failing.append(w)
             raise AssertionError(json.dumps(d.to_json()))
 
-    check._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
+    check._hypothesis_internal_use_seed = seed
     try:
         check()
     except (AssertionError, Flaky):
