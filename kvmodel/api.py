@@ -70,6 +70,8 @@ def _space(component: str, space: Any | None) -> Any:
         return explorer.LruSpace(component, objects=3, max_queue=8)
     if component == "kvbm_block_registry":
         return explorer.RegSpace()
+    if component == "g1_native":
+        return explorer.G1Space(owners=3, prompts=3, pushes=3, decode=2)
     raise InvalidInput(f"no workload generator for {component!r}")
 
 

@@ -76,3 +76,22 @@ def test_duplicate_copies_are_per_block_events_in_vllm_and_per_hash_in_the_model
     assert sent[3] == 2 and seen[3] == 0  # a second BlockStored for hashes already cached
     assert sent[5] == 1 and seen[5] == 0  # a BlockRemoved while the other copy still serves it
     assert w["extra_events"] == 3
+
+
+def test_two_copies_evicted_in_one_allocation_are_one_removal(real: vp.VllmPool) -> None:
+    """Regression: vLLM sends BlockRemoved(h) for each of two copies evicted by one allocation; the
+    hash's visibility ends once (the projection used to report two removals)."""
+    ops = [
+        {"op": "start", "seq": 3, "partial": False},
+        {"op": "start", "seq": 3, "partial": False},
+        {"op": "cache", "k": 0},
+        {"op": "free", "k": 0},
+        {"op": "cache", "k": 0},
+        {"op": "free", "k": 0},
+        {"op": "start", "seq": 0, "partial": False},
+    ]
+    d, ran, extra = vp.differential(vp.ModelPool(), real, ops, 3)
+    assert d is None and len(ran) == 7 and extra == 2  # one extra Stored, one extra Removed
+    real.reset(3)
+    outs = [real.apply(c) for c in ran]
+    assert outs[-1]["events"] == [["removed", vp.label(3, 0)]] and outs[-1]["raw_events"] == 2

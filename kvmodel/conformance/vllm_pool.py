@@ -226,7 +226,7 @@ class VllmPool:
                 for h in e.block_hashes:
                     raw += 1
                     lab = self.labels[h]
-                    if lab not in after:
+                    if lab not in after and ["removed", lab] not in events:  # the last copy's removal
                         events.append(["removed", lab])
         return {"ok": ok, "free": p.get_num_free_blocks(), "cached": sorted(after), "events": events, "raw_events": raw}
 

@@ -1,0 +1,190 @@
+"""The G1 manager with the native backend: engines and conformance, peers run in the same script.
+
+* Hypothesis throughput of the g1_native machine (ideal), against the anchors' toy block-pool
+  machine (``shared/reference/examples/anchors-bench/hyp_pool.py``) with identical settings.
+* Time for Hypothesis to find each native quirk (seeds 0-4), and the counterexample's length
+  against the BFS minimum (explorer, the ``kvmodel check`` world).
+* Explorer: states, transitions and states/s for the manifest's g1 entries.
+* Conformance: the real mocker (events/s, both sides) and vLLM's BlockPool (operations/s), with
+  the real side alone timed in the same run as the peer.
+
+Writes ``benchmarks/results/g1.json``. Usage: ``python benchmarks/g1.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hypothesis.stateful import run_state_machine_as_test
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hypothesis_throughput import _settings, peer
+
+from kvmodel import __version__, explorer, machines
+from kvmodel.model.quirks import quirks_of
+
+ROOT = Path(__file__).resolve().parents[1]
+C = "g1_native"
+CHECK_SPACE = {"owners": 2, "prompts": 2, "pushes": 1, "decode": 1}
+
+
+def ours(n: int) -> dict[str, Any]:
+    m = machines.machine_for(C, {}, quirks=())
+    t = time.perf_counter()
+    run_state_machine_as_test(m, settings=_settings(n))
+    dt = time.perf_counter() - t
+    steps = m.steps_run[0]
+    return {"examples": n, "steps": steps, "seconds": round(dt, 3), "steps_per_s": round(steps / dt, 1)}
+
+
+def finding() -> list[dict[str, Any]]:
+    space = explorer.G1Space(**CHECK_SPACE)
+    rows = []
+    for q in quirks_of(C):
+        bfs = explorer.explore({}, (q.name,), space)
+        per_seed = []
+        for seed in range(5):
+            r = machines.run(C, quirks=(q.name,), target=q.breaks, max_examples=3000, seed=seed)
+            assert r.trace is not None and r.violation is not None, (q.name, seed)
+            inv = r.violation["invariant"]
+            per_seed.append(
+                {
+                    "seed": seed,
+                    "seconds": round(r.seconds, 3),
+                    "invariant": inv,
+                    "steps": len(r.trace["steps"]),
+                    "bfs_minimum": bfs.violations[inv]["depth"],
+                }
+            )
+        row = {
+            "quirk": q.name,
+            "median_seconds": round(statistics.median(x["seconds"] for x in per_seed), 3),
+            "max_length_over_minimum": round(max(x["steps"] / x["bfs_minimum"] for x in per_seed), 2),
+            "seeds": per_seed,
+        }
+        rows.append(row)
+        print(f"  {q.name:<34} median {row['median_seconds']:.2f}s, length/min <= {row['max_length_over_minimum']}")
+    return rows
+
+
+def exploring() -> list[dict[str, Any]]:
+    man = json.loads((ROOT / "specs" / "manifest.json").read_text())["entries"]
+    rows = []
+    for e in man:
+        if e["component"] != C:
+            continue
+        r = explorer.explore(e["config"], e["quirks"], explorer.G1Space(**e["space"]))
+        rows.append(
+            {
+                "entry": e["name"],
+                "states": r.states,
+                "transitions": r.transitions,
+                "depth": r.depth,
+                "seconds": round(r.seconds, 3),
+                "states_per_s": round(r.states_per_second, 1),
+            }
+        )
+        print(f"  {e['name']:<46} {r.states:>6} states {r.transitions:>7} transitions {r.seconds:6.2f}s")
+    return rows
+
+
+def conformance() -> dict[str, Any]:
+    from kvmodel.conformance import mocker, vllm_pool
+
+    out: dict[str, Any] = {}
+    if mocker.available() is None:
+        reps = [mocker.run(workloads=1000, seed=s).to_json() for s in (0, 1, 2)]
+        # the real side alone, on the same workloads' shape: one run of a fixed workload, timed
+        w = mocker.Workload([[10, 11, 12, 13] * 2 + [90], [10, 11, 12, 13] * 3], [5, 3], 4, 6)
+        t = time.perf_counter()
+        for _ in range(200):
+            mocker.real_run(w)
+        real_alone = (time.perf_counter() - t) / 200
+        t = time.perf_counter()
+        gen = mocker.real_run(w).generated
+        for _ in range(200):
+            mocker.model_run(w, gen)
+        model_alone = (time.perf_counter() - t) / 200
+        out["dynamo_mocker"] = {
+            "runs": [
+                {k: r[k] for k in ("seed", "workloads", "requests", "events", "divergences", "seconds")} for r in reps
+            ],
+            "real_seconds_per_workload": round(real_alone, 6),
+            "model_seconds_per_workload": round(model_alone, 6),
+            "model_over_real": round(model_alone / real_alone, 3),
+        }
+        print(
+            f"  mocker: {[r['divergences'] for r in reps]} divergences; model/real time per workload "
+            f"{out['dynamo_mocker']['model_over_real']}"
+        )
+    if vllm_pool.real_available() is None:
+        real = vllm_pool.VllmPool()
+        reps = [vllm_pool.run(vllm_pool.ModelPool(), real, workloads=1000, seed=s).to_json() for s in (0, 1, 2)]
+        ops = [{"op": "start", "seq": 0, "partial": True}, {"op": "cache", "k": 0}, {"op": "free", "k": 0}] * 10
+        times = {}
+        for name, side in (("model", vllm_pool.ModelPool()), ("vllm", real)):
+            t = time.perf_counter()
+            for _ in range(100):
+                side.reset(5)
+                for k, o in enumerate(ops):
+                    c = {"op": o["op"], "req": k // 3, **({"seq": 0, "partial": True} if o["op"] == "start" else {})}
+                    side.apply(c)
+            times[name] = (time.perf_counter() - t) / (100 * len(ops))
+        out["vllm_block_pool"] = {
+            "vllm": real.version,
+            "runs": [
+                {k: r[k] for k in ("seed", "workloads", "operations", "divergences", "duplicate_events", "seconds")}
+                for r in reps
+            ],
+            "model_seconds_per_op": round(times["model"], 7),
+            "vllm_seconds_per_op": round(times["vllm"], 7),
+            "model_over_vllm": round(times["model"] / times["vllm"], 3),
+        }
+        print(
+            f"  vllm: {[r['divergences'] for r in reps]} divergences; model/vLLM time per op "
+            f"{out['vllm_block_pool']['model_over_vllm']}"
+        )
+    return out
+
+
+def main() -> int:
+    n = 1000
+    runs, peers = [], []
+    for _ in range(3):
+        runs.append(ours(n))
+        p = peer(n)
+        if p:
+            peers.append(p)
+    sps = statistics.median(r["steps_per_s"] for r in runs)
+    psps = statistics.median(p["steps_per_s"] for p in peers) if peers else None
+    print(f"hypothesis: g1 machine {sps:,.0f} steps/s" + (f", peer {psps:,.0f} steps/s" if psps else ""))
+    out = {
+        "kvmodel": __version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "hypothesis": {
+            "ours": runs,
+            "peer": peers,
+            "steps_per_s": sps,
+            "peer_steps_per_s": psps,
+            "ratio_vs_peer": round(sps / psps, 3) if psps else None,
+        },
+        "time_to_find": finding(),
+        "explore": exploring(),
+        "conformance": conformance(),
+    }
+    path = ROOT / "benchmarks" / "results" / "g1.json"
+    path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
