@@ -251,10 +251,9 @@ def check_implementation(
     moves generate the workloads (default: a wider one than ``kvmodel check`` uses).
     Deterministic for a given seed. Never raises for a divergence: look at ``report.ok``.
     """
-    from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
-    from hypothesis.errors import Flaky
 
+    from kvmodel.conformance.search import failing_examples
     from kvmodel.model.quirks import faithful
 
     impl: Adapter = adapter if hasattr(adapter, "step") else adapter()  # type: ignore[assignment]
@@ -263,32 +262,22 @@ def check_implementation(
     cfg = dict(make_system(component, config or {}, q).config)
     rep = DiffReport(getattr(impl, "name", type(impl).__name__), component, cfg, q, seed=seed)
     determinism.pin()
-    failing: list[list[tuple[str, Any]]] = []
     t0 = time.perf_counter()
+    found: list[list[tuple[str, Any]]] = []
 
-    @settings(
-        max_examples=workloads,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
-    )
-    @given(st.lists(st.integers(0, 10_000), min_size=1, max_size=max_steps))
-    def run(picks: list[int]) -> None:
+    def diverges(picks: list[int], shrinking: bool) -> bool:
         ops = _concrete(component, cfg, q, picks, sp)
         d, n = differential(impl, component, cfg, q, ops)
-        if not failing:
+        if not shrinking:
             rep.workloads += 1
             rep.steps += n
         if d is not None:
-            failing.append(ops[: d.step + 1])
-            raise AssertionError(str(d))
+            found.append(ops[: d.step + 1])
+        return d is not None
 
-    run._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
-    try:
-        run()
-    except (AssertionError, Flaky):
-        pass
+    strategy = st.lists(st.integers(0, 10_000), min_size=1, max_size=max_steps)
+    failing_examples(strategy, workloads=workloads, seed=seed, diverges=diverges)
+    failing = found
     if failing:
         ops = _minimize(impl, component, cfg, q, min(failing, key=len))
         d, _ = differential(impl, component, cfg, q, ops)

@@ -70,15 +70,17 @@ def _runtime() -> Any:
     return _RT
 
 
-def mocker_kv_events(
+def replay_artifacts(
     prompts: Sequence[Sequence[int]],
+    outputs: Sequence[int],
     *,
-    block_size: int = 16,
-    num_gpu_blocks: int = 64,
-    output_tokens: int = 1,
-    gap_ms: float = 1000.0,
-) -> list[dict[str, Any]]:
-    """Run the real mocker offline on sequential requests; return its KV events in order."""
+    block_size: int,
+    num_gpu_blocks: int,
+    gap_ms: float,
+) -> dict[str, Any]:
+    """The real mocker offline (one aggregated worker), request ``i`` arriving at ``i * gap_ms``
+    with ``outputs[i]`` output tokens; the replay's artifacts (``kv_events``, ``outputs``,
+    ``requests``). Raises the engine's ``RuntimeError`` when the replay aborts."""
     import dynamo._core as core
 
     engine = core._normalize_mocker_config({"engine": {"block_size": block_size, "num_gpu_blocks": num_gpu_blocks}})
@@ -92,10 +94,25 @@ def mocker_kv_events(
                 "arrival_time_ms": gap_ms * i,
                 "input_tokens": len(p),
                 "input_token_ids": list(p),
-                "output_tokens": output_tokens,
+                "output_tokens": o,
             }
-            for i, p in enumerate(prompts)
+            for i, (p, o) in enumerate(zip(prompts, outputs, strict=True))
         ],
     }
-    out = json.loads(_runtime().run_replay_with_artifacts_json(json.dumps(payload)))
-    return [e["event"] for e in out["artifacts"]["kv_events"]]
+    out: dict[str, Any] = json.loads(_runtime().run_replay_with_artifacts_json(json.dumps(payload)))
+    return out["artifacts"]  # type: ignore[no-any-return]
+
+
+def mocker_kv_events(
+    prompts: Sequence[Sequence[int]],
+    *,
+    block_size: int = 16,
+    num_gpu_blocks: int = 64,
+    output_tokens: int = 1,
+    gap_ms: float = 1000.0,
+) -> list[dict[str, Any]]:
+    """Run the real mocker offline on sequential requests; return its KV events in order."""
+    art = replay_artifacts(
+        prompts, [output_tokens] * len(prompts), block_size=block_size, num_gpu_blocks=num_gpu_blocks, gap_ms=gap_ms
+    )
+    return [e["event"] for e in art["kv_events"]]

@@ -80,31 +80,14 @@ class Run:
 
 def real_run(w: Workload, gap_ms: float = 10_000.0) -> Run:
     """The real mocker on ``w``, requests ``gap_ms`` apart (each finishes before the next)."""
-    import dynamo._core as core
-
-    engine = core._normalize_mocker_config({"engine": {"block_size": w.block_size, "num_gpu_blocks": w.num_gpu_blocks}})
-    payload = {
-        "version": 1,
-        "topology": {"kind": "aggregated", "workers": {"initial_workers": 1}},
-        "engine": {"dp_size": 1, "rank": engine["engine"]},
-        "requests": [
-            {
-                "id": f"r{i}",
-                "arrival_time_ms": gap_ms * i,
-                "input_tokens": len(p),
-                "input_token_ids": list(p),
-                "output_tokens": o,
-            }
-            for i, (p, o) in enumerate(zip(w.prompts, w.outputs, strict=True))
-        ],
-    }
     try:
-        out = json.loads(dynamo_runtime._runtime().run_replay_with_artifacts_json(json.dumps(payload)))
+        art = dynamo_runtime.replay_artifacts(
+            w.prompts, w.outputs, block_size=w.block_size, num_gpu_blocks=w.num_gpu_blocks, gap_ms=gap_ms
+        )
     except RuntimeError as e:
         if "effect-free zero-duration pass" not in str(e):
             raise
         return Run([], [], stalled=True)  # the replay aborts: no artifacts
-    art = out["artifacts"]
     ids = [r["request_id"] for r in sorted(art["requests"], key=lambda r: r["observed_at_ms"])]
     gen: dict[str, list[int]] = {i: [] for i in ids}
     first: dict[str, int | None] = {}
@@ -322,39 +305,23 @@ class MockerReport:
 
 def run(*, workloads: int, seed: int = 0, progress: Callable[[int], None] | None = None) -> MockerReport:
     """Generate ``workloads`` sequential workloads (seeded); on the first divergence shrink it."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis.errors import Flaky
+    from kvmodel.conformance.search import failing_examples
 
     determinism.pin()
     rep = MockerReport(seed=seed)
-    failing: list[Workload] = []
     t0 = time.perf_counter()
 
-    @settings(
-        max_examples=workloads,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
-    )
-    @given(workload_strategy())
-    def check(w: Workload) -> None:
+    def diverges(w: Workload, shrinking: bool) -> bool:
         d, n_events = compare(w)
-        if not failing:
+        if not shrinking:
             rep.workloads += 1
             rep.requests += len(w.prompts)
             rep.events += n_events
             if progress is not None:
                 progress(rep.workloads)
-        if d is not None:
-            failing.append(w)
-            raise AssertionError(json.dumps(d.to_json()))
+        return d is not None
 
-    check._hypothesis_internal_use_seed = seed
-    try:
-        check()
-    except (AssertionError, Flaky):
-        pass
+    failing = failing_examples(workload_strategy(), workloads=workloads, seed=seed, diverges=diverges)
     if failing:
         w = min(failing, key=lambda x: (len(x.prompts), sum(map(len, x.prompts))))
         d, _ = compare(w)

@@ -311,40 +311,25 @@ def run(
 ) -> ConformReport:
     """Generate ``workloads`` workloads (seeded), run each on both adapters; on the first
     divergence shrink it (Hypothesis, then 1-minimal deletion) and report it."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis.errors import Flaky
+    from kvmodel.conformance.search import failing_examples
 
     determinism.pin()
     rep = ConformReport(target, seed=seed)
-    failing: list[list[dict[str, Any]]] = []
     t0 = time.perf_counter()
 
-    @settings(
-        max_examples=workloads,
-        database=None,
-        deadline=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
-    )
-    @given(workload_strategy(max_ops, max_blocks))
-    def check(ops: list[dict[str, Any]]) -> None:
+    def diverges(ops: list[dict[str, Any]], shrinking: bool) -> bool:
         d = differential(left, right, ops, probes)
-        if not failing:
+        if not shrinking:
             rep.workloads += 1
             rep.operations += len(ops)
             rep.events += sum(1 for o in ops if o["op"] == "apply_event")
             if progress is not None:
                 progress(rep.workloads)
-        if d is not None:
-            failing.append(ops)
-            raise AssertionError(json.dumps(d.to_json()))
+        return d is not None
 
-    check._hypothesis_internal_use_seed = seed
-    try:
-        check()
-    except (AssertionError, Flaky):
-        pass
+    failing = failing_examples(
+        workload_strategy(max_ops, max_blocks), workloads=workloads, seed=seed, diverges=diverges
+    )
     if failing:
         ops = minimize(left, right, min(failing, key=len), probes)
         d = differential(left, right, ops, probes)

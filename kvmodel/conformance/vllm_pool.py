@@ -26,7 +26,6 @@ of sequence ``j`` is labelled by its prefix path, on both sides.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -335,40 +334,26 @@ def run(
 ) -> PoolReport:
     """Generate ``workloads`` workloads (capacity 3 to 6), run each on both sides; on the first
     divergence shrink it (Hypothesis, then 1-minimal deletion)."""
-    from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
-    from hypothesis.errors import Flaky
+
+    from kvmodel.conformance.search import failing_examples
 
     determinism.pin()
     rep = PoolReport("vllm-block-pool", seed=seed, real=getattr(right, "name", ""))
-    failing: list[tuple[int, list[dict[str, Any]]]] = []
     t0 = time.perf_counter()
 
-    @settings(
-        max_examples=workloads,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
-    )
-    @given(st.integers(3, 6), workload_strategy(max_ops))
-    def check(capacity: int, ops: list[dict[str, Any]]) -> None:
-        d, ran, extra = differential(left, right, ops, capacity)
-        if not failing:
+    def diverges(example: tuple[int, list[dict[str, Any]]], shrinking: bool) -> bool:
+        d, ran, extra = differential(left, right, example[1], example[0])
+        if not shrinking:
             rep.workloads += 1
             rep.operations += len(ran)
             rep.duplicate_events += extra
             if progress is not None:
                 progress(rep.workloads)
-        if d is not None:
-            failing.append((capacity, ops))
-            raise AssertionError(json.dumps(d.to_json()))
+        return d is not None
 
-    check._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
-    try:
-        check()
-    except (AssertionError, Flaky):
-        pass
+    strategy = st.tuples(st.integers(3, 6), workload_strategy(max_ops))
+    failing = failing_examples(strategy, workloads=workloads, seed=seed, diverges=diverges)
     if failing:
         cap, ops = min(failing, key=lambda x: len(x[1]))
         d, ran, _ = differential(left, right, ops, cap)
