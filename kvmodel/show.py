@@ -30,6 +30,14 @@ def _result(obs: dict[str, Any]) -> str:
 
 
 def _event(e: Any) -> str:
+    if isinstance(e, dict) and "data" in e and isinstance(e["data"], dict):  # a KvCacheEvent
+        d = e["data"]
+        if "stored" in d:
+            hs = ", ".join(f"#{str(b['block_hash'])[-5:]}" for b in d["stored"]["blocks"])
+            p = d["stored"].get("parent_hash")
+            return f"Stored([{hs}], parent={'None' if p is None else '#' + str(p)[-5:]})"
+        if "removed" in d:
+            return "Removed([" + ", ".join(f"#{str(h)[-5:]}" for h in d["removed"]["block_hashes"]) + "])"
     if isinstance(e, dict) and "kind" in e:  # registry
         return f"{e['kind']}({e['sequence_hash']}" + (f", {e['tier']})" if e.get("tier") else ")")
     if isinstance(e, dict) and len(e) == 1:
@@ -73,6 +81,25 @@ def _state_lines(state: Any) -> list[str]:
             else:
                 vals.append(f"{n}={kind}(r{v['registration']})")
         out.append("values: " + (", ".join(vals) or "—"))
+        return out
+    if "pool" in state and "tables" in state:  # the G1 manager (native backend)
+        pool = state["pool"]
+        cps = ", ".join(
+            f"c{i}:private"
+            if c.get("private")
+            else f"c{i}:#{str(c['hash'])[-5:]}×{c['refs']}" + (f"+{c['pins']}p" if c["pins"] else "")
+            for i, c in pool["copies"].items()
+        )
+        lru = " < ".join(f"#{str(h)[-5:]}" for h in pool["lru"])
+        tabs = "; ".join(
+            f"r{o}: " + " ".join(f"P:{e['P']}" if "P" in e else f"#{str(e['F'])[-5:]}" for e in t)
+            for o, t in state["tables"].items()
+        )
+        out = [
+            f"copies: {cps or '—'}" + (f"; reserved {pool['reserved']}" if pool["reserved"] else ""),
+            f"LRU (oldest first): {lru or '—'}",
+            f"tables: {tabs or '—'}",
+        ]
         return out
     if "order" in state:
         return [f"LRU order: {' < '.join(map(str, state['order'])) or '—'}"]

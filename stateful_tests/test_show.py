@@ -68,3 +68,16 @@ def test_kv_pages_show_the_router_view_from_the_events() -> None:
     out = show.terminal(t)
     lines = [x.strip() for x in out.splitlines() if "router view" in x]
     assert lines == ["router view: 0, 1←0", "router view: 0"]
+
+
+def test_g1_pages_show_copies_tables_and_events() -> None:
+    steps = [
+        ("new_request", {"owner": 0, "tokens": [1, 2, 5]}),
+        ("allocate", {"owner": 0, "reuse": False}),
+        ("push", {"owner": 0, "token": 6}),
+        ("finalize", {"owner": 0}),
+    ]
+    t = traces.record("g1_native", {"max_capacity": 3}, ["promote_tail_before_finalize"], steps)
+    out = show.terminal(t)
+    assert "tables: r0: #" in out and "P:r0.u0" in out and "copies: c0:private, c1:private" in out
+    assert out.count("Stored([#") == 2 and "✗ g1.stored_parent_announced" in out
