@@ -68,7 +68,8 @@ def test_manifest_covers_every_component_quirk_and_the_ideal_at_capacity_4_with_
     assert big["expect"]["verdict"] == "holds"
 
 
-SOUNDNESS = [e for e in FAST if e["expect"]["states_full"] <= 3000]
+# symmetry reduction exists for the KV manager, the LRUs and the registry; the G1 space has none
+SOUNDNESS = [e for e in FAST if e["expect"]["states_full"] <= 3000 and e["component"] != "g1_native"]
 
 
 @pytest.mark.parametrize("entry", SOUNDNESS, ids=lambda e: e["name"])
