@@ -70,3 +70,37 @@ def test_a_wrong_scheduler_model_is_caught(wrong: Any, monkeypatch: pytest.Monke
     rep = mk.run(workloads=300, seed=0)
     assert rep.divergences == 1 and rep.counterexample is not None
     assert len(rep.counterexample["prompts"]) <= 3
+
+
+# ----------------------------------------------------------------------------- the live path
+
+
+def test_live_zmq_stream_matches_the_model() -> None:
+    """The mocker served in-process, its events read from the ZMQ replay socket (dynamo-runtime.md
+    §3.4): the same stream shape, cached tokens and prompt-block hashes as the model predicts, on
+    the crafted schedule and three small seeded ones."""
+    import random
+
+    from kvmodel.conformance import live
+
+    why = live.available()
+    require(why is None, str(why))
+    workloads = [
+        mk.Workload(
+            [list(range(10)), list(range(10)), [*range(8), 50, 51, 52], list(range(100, 112))], [3, 6, 1, 2], 4, 6
+        )
+    ]
+    rng = random.Random(7)
+    while len(workloads) < 4:
+        prompts = []
+        for _ in range(3):
+            blocks = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+            p = [10 * b + j for b in blocks for j in range(4)] + [90] * rng.randint(0, 2)
+            prompts.append(p or [1])
+        w = mk.Workload(prompts, [rng.randint(1, 6) for _ in prompts], 4, rng.randint(5, 8))
+        if not mk.model_run(w, [[0] * o for o in w.outputs]).stalled:
+            workloads.append(w)
+    for w in workloads:
+        why_not, r = live.compare(w)
+        assert why_not is None, (w.to_json(), why_not)
+        assert r["events"], w.to_json()
