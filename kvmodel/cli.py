@@ -731,6 +731,15 @@ def cmd_bmc(args: argparse.Namespace) -> int:
 CONFORM_TARGETS = ("dynamo-radix-tree", "dynamo-mocker", "vllm-block-pool")
 
 
+def _save_counterexample(args: argparse.Namespace, out: dict[str, Any], key: str) -> None:
+    """Write a divergent workload (under ``key``) to ``--out`` and note its path in ``out``."""
+    if out["counterexample"] and args.out:
+        path = Path(args.out) / f"conform-{args.target}-seed{args.seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"target": args.target, key: out["counterexample"]}, indent=2) + "\n")
+        out["counterexample_path"] = str(path)
+
+
 def cmd_conform(args: argparse.Namespace) -> int:
     """Differential conformance: the model against a real implementation."""
     from kvmodel.conformance import radix
@@ -758,11 +767,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         )
     out = rep.to_json()
     out["model_revision"] = args.revision
-    if out["counterexample"] and args.out:
-        path = Path(args.out) / f"conform-{args.target}-seed{args.seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"target": args.target, "operations": out["counterexample"]}, indent=2) + "\n")
-        out["counterexample_path"] = str(path)
+    _save_counterexample(args, out, "operations")
     if args.json:
         _emit_json(out)
     else:
@@ -792,11 +797,7 @@ def _conform_mocker(args: argparse.Namespace) -> int:
             workloads=args.workloads, seed=args.seed, progress=lambda n: bar.update(f"{n} of {args.workloads}")
         )
     out = rep.to_json()
-    if out["counterexample"] and args.out:
-        path = Path(args.out) / f"conform-{args.target}-seed{args.seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"target": args.target, "workload": out["counterexample"]}, indent=2) + "\n")
-        out["counterexample_path"] = str(path)
+    _save_counterexample(args, out, "workload")
     if args.json:
         _emit_json(out)
     else:
@@ -832,11 +833,7 @@ def _conform_vllm(args: argparse.Namespace) -> int:
         )
     out = rep.to_json()
     out["duplicate_copy_witness"] = vllm_pool.duplicate_witness(real)
-    if out["counterexample"] and args.out:
-        path = Path(args.out) / f"conform-{args.target}-seed{args.seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"target": args.target, "operations": out["counterexample"]}, indent=2) + "\n")
-        out["counterexample_path"] = str(path)
+    _save_counterexample(args, out, "operations")
     if args.json:
         _emit_json(out)
     else:
