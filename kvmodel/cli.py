@@ -802,9 +802,15 @@ def _conform_mocker(args: argparse.Namespace) -> int:
         _emit_json(out)
     else:
         print(
-            f"{args.target} (ai-dynamo-runtime 1.6.1 mocker, sequential requests): {out['workloads']} workloads, "
-            f"{out['requests']} requests, {out['events']} events, {out['divergences']} divergences, "
-            f"{out['seconds']:.2f}s ({out['events_per_second']} events/s, both sides)"
+            f"{args.target} (ai-dynamo-runtime 1.6.1 mocker, sequential and concurrent requests): "
+            f"{out['workloads']} workloads, {out['requests']} requests, {out['events']} events, "
+            f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['events_per_second']} events/s, both sides)"
+        )
+        cov = out["coverage"]
+        print(
+            f"  exercised: {cov.get('concurrent_requests', 0)} concurrent requests, "
+            f"{cov.get('chunked_prefills', 0)} chunked prefills, {cov.get('preemptions', 0)} preemptions, "
+            f"{cov.get('rejected', 0)} rejections, {cov.get('stalled_workloads', 0)} stalled workloads"
         )
         d = out["first_divergence"]
         if d:

@@ -1,14 +1,15 @@
 """Conformance A: the native backend model against the real mocker of ai-dynamo-runtime 1.6.1
-(offline `_runtime` event path), sequential requests."""
+(offline `_runtime` event path): sequential and concurrent requests (batching, chunked prefill,
+preemption)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from kvmodel.conformance import mocker as mk
+from kvmodel.model.g1.pool import NativePool
 
 from .conftest import require
 
@@ -37,6 +38,26 @@ def test_generated_schedules_do_not_diverge() -> None:
     rep = mk.run(workloads=300, seed=3)
     assert rep.divergences == 0, rep.to_json()
     assert rep.requests > 600 and rep.events > 600
+    cov = rep.coverage  # the workloads reach what the scheduler model is for
+    assert cov["concurrent_requests"] > 300 and cov["chunked_prefills"] > 100 and cov["preemptions"] > 10
+    assert cov["rejected"] > 0 and 0 < cov["stalled_workloads"] < rep.workloads // 4
+
+
+def test_a_concurrent_schedule_with_chunking_and_preemption_matches() -> None:
+    """Three requests arrive together on 4 blocks with a 3-token budget: two prefills are chunked,
+    the second request reuses the block the first finalized, and decode pressure preempts the
+    last running request (LIFO), which later recomputes: ten events, identical on both sides."""
+    a, b = [10, 11, 12, 13], [20, 21, 22, 23]
+    w = mk.Workload([[*a, *b, 90], [*a, 30, 31], [*b, 91, 92]], [6, 6, 3], 4, 4, [0, 0, 0], 3)
+    real = mk.real_run(w)
+    model = mk.model_run(w, real.generated)
+    assert not real.stalled and not real.late
+    assert mk.flatten(model.events) == mk.flatten(real.events)
+    assert model.cached == real.cached
+    assert real.cached == [0, 4, 0]  # the second request hits the block the first finalized
+    assert model.stats["chunked_prefills"] == 2 and model.stats["preemptions"] == 1, model.stats
+    kinds = [e[1] for e in mk.flatten(real.events)]
+    assert kinds.count("removed") == 3 and len(kinds) == 10
 
 
 def test_a_request_that_outgrows_the_pool_stalls_both() -> None:
@@ -48,25 +69,48 @@ def test_a_request_that_outgrows_the_pool_stalls_both() -> None:
     assert mk.compare(w)[0] is None
 
 
-class _RootFirst(mk.LeaseScheduler):
-    def request(self, prompt: Sequence[int], generated: Sequence[int], outputs: int) -> int | None:
-        rel, order = self.pool.release, []
-        self.pool.release = order.append  # type: ignore[method-assign]
-        out = super().request(prompt, generated, outputs)
-        self.pool.release = rel  # type: ignore[method-assign]
-        for c in reversed(order):  # root first
-            rel(c)
-        return out
+def test_admission_sees_a_hit_as_active_by_its_primary_copy_only() -> None:
+    """§6 #16 observed in the real engine: the waiting request's cached block has an idle primary
+    copy and an active duplicate. The real scheduler counts the hit as inactive, so the request
+    waits; with the quirk off the model admits it and preempts the running one."""
+    w = mk.Workload(
+        [[1], [1], [30, 31, 32, 33], [30, 31, 32, 33], [30, 31, 32, 33, 10, 11, 12, 13]], [1, 1, 2, 5, 1], 4, 3, [0] * 5
+    )
+    assert mk.compare(w)[0] is None
+    real = mk.real_run(w)
+
+    class AnyCopyActive(mk.VllmScheduler):
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            self.pool = NativePool(self.pool.capacity)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mk, "VllmScheduler", AnyCopyActive)
+        ideal = mk.model_run(w, real.generated)
+    assert mk.flatten(ideal.events) != mk.flatten(real.events)
+    assert ideal.stats["preemptions"] == 1
 
 
-class _NoHitCap(mk.LeaseScheduler):
-    def request(self, prompt: Sequence[int], generated: Sequence[int], outputs: int) -> int | None:
-        return super().request([*prompt, 0], generated, outputs)  # one more token: the cap moves
+class _RootFirst(mk.VllmScheduler):
+    def release_order(self, copies: list[int]) -> list[int]:
+        return list(copies)
 
 
-@pytest.mark.parametrize("wrong", [_RootFirst, _NoHitCap], ids=lambda c: c.__name__)
+class _NoHitCap(mk.VllmScheduler):
+    def hit_cap(self, length: int) -> int:
+        return length // self.bs
+
+
+class _FifoPreemption(mk.VllmScheduler):
+    def _preempt(self) -> Any:
+        if len(self.running) > 1:  # the oldest running request becomes the victim
+            self.running.append(self.running.pop(0))
+        return super()._preempt()
+
+
+@pytest.mark.parametrize("wrong", [_RootFirst, _NoHitCap, _FifoPreemption], ids=lambda c: c.__name__)
 def test_a_wrong_scheduler_model_is_caught(wrong: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mk, "LeaseScheduler", wrong)
+    monkeypatch.setattr(mk, "VllmScheduler", wrong)
     rep = mk.run(workloads=300, seed=0)
     assert rep.divergences == 1 and rep.counterexample is not None
     assert len(rep.counterexample["prompts"]) <= 3

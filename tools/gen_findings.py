@@ -177,6 +177,8 @@ def _real(q: Any) -> str:
     if q.component == "kvbm_block_registry":
         return "no binary (dynamo-llm); Rust tests as vectors pass"
     if q.component == "g1_native":
+        if q.name == "prefix_hit_first_copy_only":
+            return "yes: the real mocker's admission waits where the ideal pool admits (docs/g1.md)"
         return "no: the mocker and vLLM conformance runs do not reach these paths; Rust tests as vectors pass"
     return "evictor no longer in the 1.6.1 mocker"
 
@@ -233,6 +235,13 @@ def _g1_section(bfs: dict[str, dict[str, int]]) -> list[str]:
         "  the offline replay aborts (`replay invariant violated: offline replay detected an effect-free",
         "  zero-duration pass`). Prompt `[10, 11, 12, 13] * 3`, 2 output tokens, 3 GPU blocks of 4 tokens. The",
         "  model predicts it (`stateful_tests/test_mocker.py::test_a_request_that_outgrows_the_pool_stalls_both`).",
+        "- `prefix_hit_first_copy_only` (§6 #16) is visible in the real mocker's scheduling. Five requests arrive",
+        "  together on 3 blocks of 4 tokens: `[1]`, `[1]`, `A`, `A`, `A B` (A = 30..33, B = 10..13; outputs 1, 1,",
+        "  2, 5, 1). When the last one is considered, `A` has an idle primary copy and an active duplicate: the",
+        "  real scheduler counts the hit as inactive and the request waits until the fourth finishes. With the",
+        "  quirk off the model admits it and preempts the fourth. Hypothesis found it (`kvmodel conform --target",
+        "  dynamo-mocker --seed 2`, before the model's pool took the quirk);",
+        "  `stateful_tests/test_mocker.py::test_admission_sees_a_hit_as_active_by_its_primary_copy_only` keeps it.",
         "- vLLM's `BlockPool` publishes per physical block, Dynamo's native pool per hash: two requests that",
         "  compute the same prompt before either caches it make vLLM send a second BlockStored for cached hashes,",
         "  then a BlockRemoved when one copy is evicted while the other still serves the hash. A router fed vLLM's",

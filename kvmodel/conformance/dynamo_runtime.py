@@ -77,13 +77,19 @@ def replay_artifacts(
     block_size: int,
     num_gpu_blocks: int,
     gap_ms: float,
+    arrivals: Sequence[float] | None = None,
+    engine_args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The real mocker offline (one aggregated worker), request ``i`` arriving at ``i * gap_ms``
-    with ``outputs[i]`` output tokens; the replay's artifacts (``kv_events``, ``outputs``,
-    ``requests``). Raises the engine's ``RuntimeError`` when the replay aborts."""
+    """The real mocker offline (one aggregated worker), request ``i`` arriving at ``arrivals[i]``
+    milliseconds (default ``i * gap_ms``) with ``outputs[i]`` output tokens; ``engine_args`` adds
+    engine knobs (``max_num_batched_tokens``, ``max_num_seqs``, ...). The replay's artifacts
+    (``kv_events``, ``outputs``, ``requests``). Raises the engine's ``RuntimeError`` when the
+    replay aborts."""
     import dynamo._core as core
 
-    engine = core._normalize_mocker_config({"engine": {"block_size": block_size, "num_gpu_blocks": num_gpu_blocks}})
+    knobs = {"block_size": block_size, "num_gpu_blocks": num_gpu_blocks, **(engine_args or {})}
+    engine = core._normalize_mocker_config({"engine": knobs})
+    times = list(arrivals) if arrivals is not None else [gap_ms * i for i in range(len(prompts))]
     payload = {
         "version": 1,
         "topology": {"kind": "aggregated", "workers": {"initial_workers": 1}},
@@ -91,7 +97,7 @@ def replay_artifacts(
         "requests": [
             {
                 "id": f"r{i}",
-                "arrival_time_ms": gap_ms * i,
+                "arrival_time_ms": times[i],
                 "input_tokens": len(p),
                 "input_token_ids": list(p),
                 "output_tokens": o,

@@ -7,29 +7,32 @@ The real side runs offline through the wheel's internal ``_runtime.run_replay_wi
 (``dynamo-runtime.md`` §3.3; guarded by :func:`available`) and gives every KV event, the first
 output's ``cached_tokens`` per request and the generated token ids.
 
-The model side is :class:`LeaseScheduler`: the scheduler's calls for *sequential* requests (each
-arrives after the previous finished) on the model's :class:`~kvmodel.model.g1.pool.NativePool`
-and the native manager's event publication:
+The model side is :class:`VllmScheduler`: the pass loop of the mocker's vLLM scheduler core
+(batching, token budget and chunked prefill, ``max_num_seqs``, FCFS admission against the free
+blocks, LIFO preemption with recompute) over the model's :class:`~kvmodel.model.g1.pool.NativePool`
+with its faithful quirk ``prefix_hit_first_copy_only`` (§6 #16), and the native manager's event
+publication:
 
-* admission: the longest cached prefix of the prompt's full blocks, capped at
-  ``(n - 1) // block_size`` blocks (vLLM leaves the last prompt token to compute), is pinned and
-  the other prompt blocks reserved (``allocate_lease``; Removed for evicted last copies first);
-* prefill: ``finalize_lease_computed_prefix(hits·bs, n)`` caches the prompt's full blocks and
+* each scheduling decision grows the request's lease through its new token count: the cached
+  prefix (capped at ``(len - 1) // block_size`` blocks: vLLM computes the last token) is pinned,
+  the rest reserved, Removed published for evicted last copies first (``allocate_lease``);
+* ``finalize_lease_computed_prefix(before, after)`` caches the blocks the decision completed and
   publishes one Stored per run of newly visible blocks, parent the previous block;
-* decode step ``j`` computes position ``p = n + j - 1``: a new block is allocated when ``p`` starts
-  one, and ``finalize(p, p + 1)`` publishes the block ``p`` completes (identities from the real
-  generated tokens: the model does not predict sampling);
-* finish: the lease's blocks are released leaf first.
+* a decode step computes the token sampled at the end of the previous pass (identities from the
+  real generated tokens: the model does not predict sampling);
+* finish and preemption release the lease leaf first.
 
-Both streams are flattened (event id, kind, block hashes, tokens hashes, parent) and compared,
-and so are the per-request cached tokens. Overlapping arrivals (batching, chunked prefill,
-preemption) are not modelled yet.
+Workloads are arrival *groups*: a group's requests arrive together and run concurrently, and
+each group finishes before the next arrives (the harness checks it on the real side), so the
+prediction does not depend on the engine's timing model. Both streams are flattened (event id,
+kind, block hashes, tokens hashes, parent) and compared, and so are the per-request cached tokens.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,14 +59,28 @@ def available() -> str | None:
     return None
 
 
+GAP_MS = 10_000.0  # between arrival groups: every request of a group finishes before the next arrives
+
+
 @attrs.define
 class Workload:
-    """Sequential requests: prompts (token lists) and output token counts, on one engine."""
+    """Requests (prompts as token lists, output token counts) on one engine.
+
+    ``groups[i]`` is the arrival group of request ``i`` (non-decreasing): a group's requests all
+    arrive at ``group * GAP_MS`` and run concurrently (batched, chunked by
+    ``max_num_batched_tokens``, preempted under pressure); without ``groups`` every request is its
+    own group (sequential requests)."""
 
     prompts: list[list[int]]
     outputs: list[int]
     block_size: int = 4
     num_gpu_blocks: int = 8
+    groups: list[int] | None = None
+    max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 256
+
+    def group_of(self) -> list[int]:
+        return list(self.groups) if self.groups is not None else list(range(len(self.prompts)))
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -75,25 +92,37 @@ class Run:
     cached: list[int | None]
     generated: list[list[int]] = attrs.field(factory=list)
     rejected: list[bool] = attrs.field(factory=list)
-    stalled: bool = False  # a lone request's decode could not get a block: the engine cannot progress
+    stalled: bool = False  # a pass could change nothing: the engine cannot progress
+    late: bool = False  # a request finished after the next group arrived (the harness's assumption broke)
+    stats: dict[str, int] = attrs.field(factory=dict)  # the model's: preemptions, chunked prefills, ...
 
 
-def real_run(w: Workload, gap_ms: float = 10_000.0) -> Run:
-    """The real mocker on ``w``, requests ``gap_ms`` apart (each finishes before the next)."""
+def real_run(w: Workload) -> Run:
+    """The real mocker on ``w``: group ``g`` arrives at ``g * GAP_MS``."""
+    groups = w.group_of()
     try:
         art = dynamo_runtime.replay_artifacts(
-            w.prompts, w.outputs, block_size=w.block_size, num_gpu_blocks=w.num_gpu_blocks, gap_ms=gap_ms
+            w.prompts,
+            w.outputs,
+            block_size=w.block_size,
+            num_gpu_blocks=w.num_gpu_blocks,
+            gap_ms=GAP_MS,
+            arrivals=[g * GAP_MS for g in groups],
+            engine_args={"max_num_batched_tokens": w.max_num_batched_tokens, "max_num_seqs": w.max_num_seqs},
         )
     except RuntimeError as e:
         if "effect-free zero-duration pass" not in str(e):
             raise
         return Run([], [], stalled=True)  # the replay aborts: no artifacts
-    ids = [r["request_id"] for r in sorted(art["requests"], key=lambda r: r["observed_at_ms"])]
+    ids = [r["request_id"] for r in art["requests"]]  # submission order (ties keep it)
+    group = dict(zip(ids, groups, strict=True))
     gen: dict[str, list[int]] = {i: [] for i in ids}
     first: dict[str, int | None] = {}
     rejected: dict[str, bool] = {}
+    late = False
     for o in art["outputs"]:
         rid = o["request_id"]
+        late = late or o["observed_at_ms"] >= (group[rid] + 1) * GAP_MS
         if o.get("rejected"):
             rejected[rid] = True
             continue
@@ -105,98 +134,304 @@ def real_run(w: Workload, gap_ms: float = 10_000.0) -> Run:
         [first.get(i) for i in ids],
         [gen.get(i, []) for i in ids],
         [rejected.get(i, False) for i in ids],
+        late=late,
     )
 
 
-class LeaseScheduler:
-    """The model's prediction of the mocker for sequential requests (see the module docstring)."""
+@attrs.define(eq=False)
+class _Request:
+    """One request's scheduler state (``VllmRequestState`` with its ``RequestKvState`` and lease)."""
 
-    def __init__(self, block_size: int, capacity: int) -> None:
+    index: int
+    prompt_len: int
+    max_output: int
+    seq: list[int]  # sequence hash of every full block of the planned tokens
+    local: list[int]  # local (tokens) hash of the same blocks
+    generated: int = 0
+    computed: int = 0
+    allocated: int = 0  # the lease's allocation watermark, in tokens
+    copies: list[int] = attrs.field(factory=list)  # resident copies, block order
+    status: str = "waiting"  # waiting | running | preempted
+    cached: int | None = None  # prefix tokens found cached at the first admission
+    signaled: bool = False
+    preemptions: int = 0
+    chunked: bool = False  # a scheduling decision stopped inside the prompt (chunked prefill)
+
+    @property
+    def length(self) -> int:
+        return self.prompt_len + self.generated
+
+
+class VllmScheduler:
+    """The model's prediction of the mocker's vLLM scheduler core over the native pool.
+
+    ``crates/core/src/engine/scheduler/vllm/core.rs`` (``execute_pass_internal``,
+    ``schedule_request``, ``emit_ready_tokens``, ``policy_preempt``) and ``policy.rs``
+    (``decide_waiting_admission_with_cost``) in aisimulate, which the 1.6.1 wheel links. One pass:
+
+    * running requests in order, each given ``min(remaining, budget)`` tokens; when the lease
+      cannot grow the last running request is preempted (LIFO, possibly the current one): its
+      blocks are released leaf first, its computed count reset and it goes to the waiting front;
+    * unless a preemption happened, waiting requests in FCFS order while fewer than
+      ``max_num_seqs`` run: a fresh request whose known blocks exceed the pool is rejected; one
+      whose known blocks, less its *active* cached prefix, exceed the free blocks waits (and stops
+      the loop); else its cached prefix (capped at ``(len-1)//bs`` blocks) is pinned and it is
+      scheduled like a running one;
+    * every scheduling decision allocates the lease through its new token count (Removed for
+      evicted last copies first) and finalizes the blocks it completes (one Stored per run of
+      newly visible blocks), so a later request of the same pass already sees them;
+    * then every running request whose known tokens are all computed samples one token; one that
+      reaches its output count finishes and releases its lease leaf first.
+
+    A pass that changes nothing while requests remain is the engine's "effect-free zero-duration
+    pass": the replay aborts, and the model reports ``stalled``.
+    """
+
+    def __init__(
+        self, block_size: int, capacity: int, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256
+    ) -> None:
         self.bs = block_size
-        self.pool = NativePool(capacity)
+        # The real pool reports a prefix hit as active by its primary copy only (§6 #16).
+        self.pool = NativePool(capacity, quirks={"prefix_hit_first_copy_only"})
+        self.budget_per_pass = max_num_batched_tokens
+        self.max_num_seqs = max_num_seqs
         self.events: list[KvCacheEvent] = []
         self.stalled = False
+        self.requests: list[_Request] = []
+        self.waiting: deque[_Request] = deque()
+        self.running: list[_Request] = []
+        self.first_cached: dict[int, int | None] = {}
+        self.rejected: set[int] = set()
+        self.finished: set[int] = set()
+        self._effects = 0
 
+    # -- events
     def _publish(self, data: Stored | Removed) -> None:
         self.events.append(KvCacheEvent(len(self.events), data, 0))
+        self._effects += 1
 
     def _removed(self, hashes: Sequence[int]) -> None:
         if hashes:
             self._publish(Removed(tuple(hashes)))
 
-    def request(self, prompt: Sequence[int], generated: Sequence[int], outputs: int) -> int | None:
-        """Run one request to completion; its cached tokens (None when it cannot ever fit)."""
-        bs, pool = self.bs, self.pool
-        n = len(prompt)
-        gen = list(generated)[: max(0, outputs - 1)]
-        tokens = list(prompt) + gen + [0] * (max(0, outputs - 1) - len(gen))  # placeholders: a stalled real run
+    # -- requests
+    def submit(self, prompt: Sequence[int], generated: Sequence[int], outputs: int) -> None:
+        """A request arrives: ``generated`` are the tokens the engine will sample (taken from the
+        real run; placeholders where a stalled run gives none)."""
+        n, bs = len(prompt), self.bs
+        planned = max(0, outputs - 1)
+        gen = list(generated)[:planned]
+        tokens = list(prompt) + gen + [0] * (planned - len(gen))
         local = local_block_hashes(tokens, bs, DEFAULT_SALT)
         seq: list[int] = []
         for lh in local:
             seq.append(lh if not seq else chain_hash(seq[-1], lh, DEFAULT_SALT))
-        prompt_blocks = -(-n // bs)
-        if prompt_blocks > pool.capacity:
-            return None
-        cap = (n - 1) // bs
-        hits: list[int] = []
-        for h in seq[: min(cap, n // bs)]:
-            if h not in pool.by_hash:
-                break
-            hits.append(h)
-        out = pool.reserve(hits, prompt_blocks - len(hits))
-        if out is None:
-            return None  # cannot happen with sequential requests: everything else is evictable
-        self._removed(out.removed)
-        copies = [c for _, c in pool.activate_prefix(out.reservation)]
-        copies += [pool.allocate_private(out.reservation) for _ in range(prompt_blocks - len(hits))]
-        cached = len(copies[: len(hits)])
-        self._finalize(copies, seq, local, len(hits), n)
-        for j in range(1, outputs):
-            p = n + j - 1
-            if p % bs == 0:
-                r = pool.reserve([], 1)
-                if r is None:  # nothing else holds blocks: the request can never continue
-                    self.stalled = True
-                    return cached * bs
-                self._removed(r.removed)
-                copies.append(pool.allocate_private(r.reservation))
-            self._finalize(copies, seq, local, p // bs, p + 1)
-        for c in reversed(copies):
-            pool.release(c)
-        return cached * bs
+        r = _Request(len(self.requests), n, outputs, seq, local)
+        self.requests.append(r)
+        self.waiting.append(r)
 
-    def _finalize(self, copies: list[int], seq: list[int], local: list[int], first: int, after: int) -> None:
-        """Blocks ``[first, after // bs)`` are computed: each not yet cached enters the cache; runs of
-        newly visible blocks are published, parent the block before the run."""
+    def hit_cap(self, length: int) -> int:
+        """Blocks of a cached prefix a request may reuse: vLLM computes at least its last token."""
+        return (length - 1) // self.bs
+
+    def release_order(self, copies: list[int]) -> list[int]:
+        """``release_lease_entries``: leaf first."""
+        return list(reversed(copies))
+
+    def _release(self, r: _Request) -> None:
+        for c in self.release_order(r.copies):
+            self.pool.release(c)
+        r.copies, r.allocated = [], 0
+        self._effects += 1
+
+    def _prefix(self, r: _Request) -> tuple[int, int]:
+        """``get_lease_prefill_cost`` then the hit cap: (cached blocks, active cached blocks)."""
+        hits = active = 0
+        for h in r.seq[: r.length // self.bs]:
+            hit = self.pool.prefix_hit(h)
+            if hit is None:
+                break
+            hits += 1
+            active += int(hit)
+        cap = self.hit_cap(r.length)
+        if hits > cap:
+            hits = cap
+            active = min(active, cap)
+        return hits, active
+
+    def _allocate(self, r: _Request, target: int, reusable: int) -> bool:
+        """``allocate_lease``: grow the lease to ``target`` tokens, pinning the reusable prefix."""
+        bs = self.bs
+        previous, goal = -(-r.allocated // bs), -(-target // bs)
+        if goal <= previous:
+            r.allocated = max(r.allocated, target)
+            return True
+        new_prefix = max(0, reusable - previous)
+        out = self.pool.reserve(r.seq[previous : previous + new_prefix], goal - previous - new_prefix)
+        if out is None:
+            return False
+        self._removed(out.removed)
+        r.copies += [c for _, c in self.pool.activate_prefix(out.reservation)]
+        r.copies += [self.pool.allocate_private(out.reservation) for _ in range(goal - previous - new_prefix)]
+        r.allocated = target
+        self._effects += 1
+        return True
+
+    def _finalize(self, r: _Request, before: int, after: int) -> None:
+        """``finalize_lease_computed_prefix``: blocks ``[before // bs, after // bs)`` are computed;
+        each fresh one enters the cache; runs of newly visible blocks are published, parent the
+        block before the run."""
         group: list[int] = []
-        start = first
 
         def flush() -> None:
             if group:
-                parent = seq[group[0] - 1] if group[0] else None
-                self._publish(Stored(parent, tuple(StoredBlock(seq[k], local[k]) for k in group)))
+                parent = r.seq[group[0] - 1] if group[0] else None
+                self._publish(Stored(parent, tuple(StoredBlock(r.seq[k], r.local[k]) for k in group)))
                 group.clear()
 
-        for k in range(start, after // self.bs):
-            c = self.pool.copies[copies[k]]
+        for k in range(before // self.bs, after // self.bs):
+            c = self.pool.copies[r.copies[k]]
             if c.hash is not None:  # reused prefix, or cached by an earlier finalize
                 flush()
                 continue
-            if self.pool.cache_private(copies[k], seq[k]):
+            if self.pool.cache_private(r.copies[k], r.seq[k]):
                 group.append(k)
             else:
                 flush()
         flush()
 
+    def _preempt(self) -> _Request | None:
+        """``policy_preempt`` (LIFO): the last running request releases everything and waits first."""
+        if not self.running:
+            return None
+        victim = self.running.pop()
+        self._release(victim)
+        victim.status, victim.computed = "preempted", 0
+        victim.preemptions += 1
+        self.waiting.appendleft(victim)
+        return victim
+
+    def _schedule(self, r: _Request, budget: list[int], scheduled: dict[int, int], cached_blocks: int) -> str:
+        """``schedule_request``: 'scheduled', 'blocked' or 'preempted' (the request itself)."""
+        cached = cached_blocks * self.bs if r.computed == 0 else 0
+        before = r.computed + cached
+        remaining = r.length - before
+        desired = min(remaining, budget[0])
+        if desired == 0 and remaining > 0:
+            return "blocked"
+        after = before + desired
+        while not self._allocate(r, after, cached // self.bs):
+            victim = self._preempt()
+            if victim is None:
+                after = before
+                break
+            self.preempted_any = True
+            budget[0] += scheduled.pop(victim.index, 0)
+            if victim is r:
+                return "preempted"
+        else:
+            r.computed = after
+        used = after - before
+        if used == 0 and after < r.length:
+            return "blocked"
+        self._finalize(r, before, after)
+        self._effects += used
+        r.chunked = r.chunked or after < r.prompt_len
+        scheduled[r.index] = used
+        budget[0] -= used
+        if r.status != "running":
+            r.status = "running"
+            self.running.append(r)
+            if r.cached is None:
+                r.cached = cached
+        return "scheduled"
+
+    def _signal(self, r: _Request) -> None:
+        if not r.signaled:
+            r.signaled = True
+            self.first_cached[r.index] = r.cached
+
+    def step(self) -> None:
+        """One engine pass."""
+        budget = [self.budget_per_pass]
+        scheduled: dict[int, int] = {}
+        self.preempted_any = False
+        i = 0
+        while i < len(self.running) and budget[0] > 0:
+            out = self._schedule(self.running[i], budget, scheduled, 0)
+            if out == "scheduled":
+                i += 1
+            elif out == "blocked":
+                break
+        while not self.preempted_any and len(self.running) < self.max_num_seqs and self.waiting:
+            r = self.waiting[0]
+            known = -(-r.length // self.bs)
+            if r.status == "waiting" and known > self.pool.capacity:
+                self.waiting.popleft()
+                self.rejected.add(r.index)
+                self.first_cached[r.index] = None
+                self.finished.add(r.index)
+                self._effects += 1
+                continue
+            hits, active = self._prefix(r)
+            if known - active > self.pool.capacity - self.pool.num_active():
+                break
+            self.waiting.popleft()
+            out = self._schedule(r, budget, scheduled, hits)
+            if out != "scheduled":
+                if r.status != "running" and r not in self.waiting:
+                    self.waiting.appendleft(r)
+                break
+        for r in list(self.running):
+            if r.computed < r.length:
+                continue
+            r.generated += 1
+            self._signal(r)
+            self._effects += 1
+            if r.generated >= r.max_output:
+                self.running.remove(r)
+                self._release(r)
+                self.finished.add(r.index)
+
+    def run(self) -> None:
+        """Passes until every submitted request finished, or the engine stalls."""
+        while len(self.finished) < len(self.requests):
+            self._effects = 0
+            self.step()
+            if self._effects == 0:
+                self.stalled = True
+                return
+
 
 def model_run(w: Workload, generated: Sequence[Sequence[int]]) -> Run:
-    s = LeaseScheduler(w.block_size, w.num_gpu_blocks)
-    cached: list[int | None] = []
-    for p, g, o in zip(w.prompts, generated or [[]] * len(w.prompts), w.outputs, strict=True):
-        cached.append(s.request(p, g, o))
+    """The model on ``w``: each arrival group is submitted once the previous one has finished."""
+    s = VllmScheduler(w.block_size, w.num_gpu_blocks, w.max_num_batched_tokens, w.max_num_seqs)
+    groups = w.group_of()
+    gen = list(generated) or [[] for _ in w.prompts]
+    i = 0
+    while i < len(w.prompts):
+        j = i
+        while j < len(w.prompts) and groups[j] == groups[i]:
+            s.submit(w.prompts[j], gen[j], w.outputs[j])
+            j += 1
+        s.run()
         if s.stalled:
             return Run([], [], stalled=True)
-    return Run([e.to_json() for e in s.events], cached, [list(g) for g in generated])
+        i = j
+    n = len(w.prompts)
+    stats = {
+        "preemptions": sum(r.preemptions for r in s.requests),
+        "chunked_prefills": sum(r.chunked for r in s.requests),
+        "concurrent_requests": sum(groups.count(g) > 1 for g in groups),
+        "rejected": len(s.rejected),
+    }
+    return Run(
+        [e.to_json() for e in s.events],
+        [s.first_cached.get(k) for k in range(n)],
+        [list(g) for g in gen],
+        [k in s.rejected for k in range(n)],
+        stats=stats,
+    )
 
 
 def flatten(events: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -232,11 +467,18 @@ class MockerDivergence:
         return attrs.asdict(self)
 
 
-def compare(w: Workload) -> tuple[MockerDivergence | None, int]:
+def compare(w: Workload, coverage: dict[str, int] | None = None) -> tuple[MockerDivergence | None, int]:
     """Run ``w`` on both sides; the first difference (events, then cached tokens) and the number of
-    real events."""
+    real events. ``coverage`` accumulates what the workload exercised (stalls, preemptions,
+    chunked prefills, concurrent and rejected requests)."""
     real = real_run(w)
+    if real.late:
+        return MockerDivergence("timing", 0, "groups finish before the next arrives", "a group ran late"), 0
     model = model_run(w, real.generated)
+    if coverage is not None:
+        coverage["stalled_workloads"] = coverage.get("stalled_workloads", 0) + int(real.stalled)
+        for k, v in model.stats.items():
+            coverage[k] = coverage.get(k, 0) + v
     if model.stalled or real.stalled:
         if model.stalled != real.stalled:
             return MockerDivergence("stall", 0, model.stalled, real.stalled), 0
@@ -258,7 +500,11 @@ def compare(w: Workload) -> tuple[MockerDivergence | None, int]:
 
 def workload_strategy(max_requests: int = 6) -> Any:
     """Prompts over a small alphabet of token blocks (shared prefixes, forks, exact repeats,
-    partial tails), 1 to 9 output tokens, 3 to 12 GPU blocks of 4 tokens: eviction pressure."""
+    partial tails), 1 to 9 output tokens, 3 to 12 GPU blocks of 4 tokens (eviction pressure), in
+    arrival groups (a request opens a new one with probability 1/3: sequential or concurrent
+    requests, batching, preemption), with a
+    token budget that is unbounded or 2 to 9 tokens (chunked prefill) and 1, 2 or 256 running
+    requests at most."""
     from hypothesis import strategies as st
 
     bs = 4
@@ -268,11 +514,20 @@ def workload_strategy(max_requests: int = 6) -> Any:
         out = [t for k in path for t in blocks[k]]
         return out + [90 + j for j in range(tail)] or [1]
 
+    def build(reqs: list[tuple[list[int], int, int]], n: int, budget: int, seqs: int) -> Workload:
+        groups, g = [], 0
+        for k, (_, _, new_group) in enumerate(reqs):
+            g += int(k > 0 and new_group == 0)
+            groups.append(g)
+        return Workload([r[0] for r in reqs], [r[1] for r in reqs], bs, n, groups, budget, seqs)
+
     p = st.builds(prompt, st.lists(st.integers(0, 2), min_size=0, max_size=3), st.integers(0, 3))
     return st.builds(
-        lambda reqs, n: Workload([r[0] for r in reqs], [r[1] for r in reqs], bs, n),
-        st.lists(st.tuples(p, st.integers(1, 9)), min_size=1, max_size=max_requests),
+        build,
+        st.lists(st.tuples(p, st.integers(1, 9), st.integers(0, 2)), min_size=1, max_size=max_requests),
         st.integers(3, 12),
+        st.one_of(st.just(8192), st.integers(2, 9)),
+        st.sampled_from([256, 1, 2]),
     )
 
 
@@ -287,6 +542,7 @@ class MockerReport:
     seed: int = 0
     first: dict[str, Any] | None = None
     counterexample: dict[str, Any] | None = None
+    coverage: dict[str, int] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -294,6 +550,7 @@ class MockerReport:
             "workloads": self.workloads,
             "requests": self.requests,
             "events": self.events,
+            "coverage": dict(sorted(self.coverage.items())),
             "divergences": self.divergences,
             "seconds": round(self.seconds, 3),
             "events_per_second": round(self.events / self.seconds, 1) if self.seconds else None,
@@ -304,7 +561,7 @@ class MockerReport:
 
 
 def run(*, workloads: int, seed: int = 0, progress: Callable[[int], None] | None = None) -> MockerReport:
-    """Generate ``workloads`` sequential workloads (seeded); on the first divergence shrink it."""
+    """Generate ``workloads`` workloads (seeded); on the first divergence shrink it."""
     from kvmodel.conformance.search import failing_examples
 
     determinism.pin()
@@ -312,7 +569,7 @@ def run(*, workloads: int, seed: int = 0, progress: Callable[[int], None] | None
     t0 = time.perf_counter()
 
     def diverges(w: Workload, shrinking: bool) -> bool:
-        d, n_events = compare(w)
+        d, n_events = compare(w, None if shrinking else rep.coverage)
         if not shrinking:
             rep.workloads += 1
             rep.requests += len(w.prompts)
