@@ -37,8 +37,10 @@ def conformance() -> dict[str, Any]:
     out: dict[str, Any] = {}
     if mocker.available() is None:
         reps = [mocker.run(workloads=1000, seed=s).to_json() for s in (0, 1, 2)]
-        # the real side alone, on the same workloads' shape: one run of a fixed workload, timed
-        w = mocker.Workload([[10, 11, 12, 13] * 2 + [90], [10, 11, 12, 13] * 3], [5, 3], 4, 6)
+        # the real side alone, on the same workloads' shape: one run of a fixed workload (three
+        # requests arriving together, chunked, one preempted), timed
+        a, b = [10, 11, 12, 13], [20, 21, 22, 23]
+        w = mocker.Workload([[*a, *b, 90], [*a, 30, 31], [*b, 91, 92]], [6, 6, 3], 4, 4, [0, 0, 0], 3)
         t = time.perf_counter()
         for _ in range(200):
             mocker.real_run(w)
@@ -50,7 +52,8 @@ def conformance() -> dict[str, Any]:
         model_alone = (time.perf_counter() - t) / 200
         out["dynamo_mocker"] = {
             "runs": [
-                {k: r[k] for k in ("seed", "workloads", "requests", "events", "divergences", "seconds")} for r in reps
+                {k: r[k] for k in ("seed", "workloads", "requests", "events", "coverage", "divergences", "seconds")}
+                for r in reps
             ],
             "real_seconds_per_workload": round(real_alone, 6),
             "model_seconds_per_workload": round(model_alone, 6),
@@ -90,6 +93,46 @@ def conformance() -> dict[str, Any]:
     return out
 
 
+def z3_engine() -> dict[str, Any]:
+    """Proof times per universe; per quirk, BMC's depth and time against the explorer's BFS
+    finding the same violation in the same world (the peer, same process); agreement steps/s."""
+    from kvmodel.model.quirks import faithful, quirks_of
+    from kvmodel.specs.g1 import UNIVERSES, trace_agreement
+    from kvmodel.specs.runner import prove, run_bmc
+
+    out: dict[str, Any] = {"prove": {}, "bmc": {}, "agreement": {}}
+    for name, cfg in UNIVERSES.items():
+        rep = prove(C, cfg, max_k=1)
+        out["prove"][name] = {
+            "all_proved": rep["all_proved"],
+            "properties": len(rep["invariants"]),
+            "seconds": rep["seconds"],
+        }
+        print(f"  prove {name}: {rep['all_proved']} in {rep['seconds']}s")
+    for q in quirks_of(C):
+        t = time.perf_counter()
+        rep = run_bmc(C, 6, CHECK_SPACE, (q.name,), properties=q.breaks, induction=False)
+        bmc_s = time.perf_counter() - t
+        t = time.perf_counter()
+        res = explorer.explore({}, (q.name,), explorer.G1Space(**CHECK_SPACE), stop_on_violation=True)
+        bfs_s = time.perf_counter() - t
+        (row,) = rep["invariants"]
+        out["bmc"][q.name] = {
+            "invariant": row["invariant"],
+            "depth": row["k"],
+            "bfs_depth": res.violations[row["invariant"]]["depth"],
+            "seconds": round(bmc_s, 3),
+            "bfs_seconds": round(bfs_s, 3),
+            "bmc_over_bfs": round(bmc_s / bfs_s, 2),
+        }
+        print(f"  bmc {q.name}: depth {row['k']} in {bmc_s:.1f}s (BFS {bfs_s:.1f}s)")
+    for mode, qs in (("ideal", ()), ("faithful", tuple(faithful(C)))):
+        t = time.perf_counter()
+        n = trace_agreement({}, qs, runs=5, steps=40, seed=0)
+        out["agreement"][mode] = {"steps": n, "steps_per_second": round(n / (time.perf_counter() - t), 1)}
+    return out
+
+
 def main() -> int:
     out = {
         "kvmodel": __version__,
@@ -99,6 +142,7 @@ def main() -> int:
         "time_to_find": finding(C, explorer.G1Space(**CHECK_SPACE)),
         "explore": exploring(C, lambda sp: explorer.G1Space(**sp)),
         "conformance": conformance(),
+        "z3": z3_engine(),
     }
     path = ROOT / "benchmarks" / "results" / "g1.json"
     path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")

@@ -153,6 +153,76 @@ def _tail_accepted(ctx: StepContext) -> str | None:
     return f"a Deref naming request {(ctx.args or {}).get('owner')}'s whole table was rejected: {ctx.error}"
 
 
+def _copies_match(ctx: StepContext) -> str | None:
+    """References and pins are exactly what block tables and destination reservations hold."""
+    m = ctx.model.native
+    p = m.pool
+    named: Counter[int] = Counter()
+    for o, table in sorted(m.tables.items()):
+        for j, e in enumerate(table):
+            c = p.copies.get(e.copy)
+            if c is None:
+                return f"request {o}'s entry {j} names copy {e.copy}, which does not exist"
+            named[e.copy] += 1
+            cached_entry = m.caching and e.hash is not None and e.pending is None
+            if cached_entry and c.hash != e.hash:
+                return f"request {o}'s entry {j} is cached block {e.hash} but its copy holds {c.hash}"
+            if not cached_entry and c.hash is not None:
+                return f"request {o}'s entry {j} is not computed yet but its copy {e.copy} is cached"
+    pins: Counter[int] = ctx.pre.get("dest_pins", Counter())
+    for i, c in sorted(p.copies.items()):
+        if c.hash is None and named[i] != 1:
+            return f"private copy {i} is named by {named[i]} table entries"
+        if c.hash is not None and (c.refs != named[i] or c.pins != pins[i]):
+            return (
+                f"copy {i}: refs {c.refs} / pins {c.pins}, tables name it {named[i]}x, reservations pin it {pins[i]}x"
+            )
+    return None
+
+
+def _computed_cached(ctx: StepContext) -> str | None:
+    m = ctx.model.native
+    bs = m.block_size
+    for o, table in sorted(m.tables.items()):
+        done = ctx.pre.get("computed", {}).get(o, 0) // bs
+        for j, e in enumerate(table[:done]):
+            if e.hash is None or e.pending is not None:
+                return f"request {o} computed {done} block(s) but its entry {j} is not cached"
+    return None
+
+
+def _request_shape(ctx: StepContext) -> str | None:
+    """A request's table holds its sequence's blocks in order and of the same kind, all but at most
+    a trailing partial whose allocation failed; a destination owns no table and pins full blocks."""
+    from kvmodel.model.blocks import FullBlock
+
+    m = ctx.model.native
+    bs = m.block_size
+    dest: dict[int, int] = ctx.pre.get("dest_prefix", {})
+    for o, seq in sorted(ctx.pre.get("seqs", {}).items()):
+        table = m.tables.get(o, [])
+        n = len(seq.tokens)
+        if len(seq.unique) != -(-n // bs):
+            return f"request {o}: {len(seq.unique)} unique blocks for {n} tokens"
+        if o in dest:
+            if table or dest[o] > n // bs:
+                return f"destination request {o} owns a table or pins {dest[o]} blocks of {n // bs} full ones"
+            continue
+        short = len(seq.unique) - len(table)
+        if (
+            table
+            and short
+            and not (short == 1 and not isinstance(seq.unique[-1], FullBlock) and n > seq.num_input_tokens)
+        ):
+            return f"request {o}'s table has {len(table)} entries for {len(seq.unique)} blocks"
+        if bool(table) != (seq.num_allocated_tokens > 0):
+            return f"request {o}: table of {len(table)} entries, {seq.num_allocated_tokens} tokens allocated"
+        for j, e in enumerate(table):
+            if (e.hash is not None) != isinstance(seq.unique[j], FullBlock):
+                return f"request {o}'s entry {j} and its sequence's block disagree on being full"
+    return None
+
+
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant("g1.capacity", C, "state", "Copies plus reserved slots never exceed the pool's capacity.", _capacity),
     Invariant(
@@ -231,6 +301,34 @@ INVARIANTS: tuple[Invariant, ...] = (
         "step",
         "A Deref naming exactly the blocks of a request's table (in any order) is accepted.",
         _tail_accepted,
+    ),
+    Invariant(
+        "g1.copies_match_tables",
+        C,
+        "state",
+        "Every table entry names an existing copy (cached under its hash once computed, private "
+        "before); a private copy belongs to exactly one entry; a cached copy's references and pins "
+        "are the table entries and destination reservations that hold it.",
+        _copies_match,
+        lemma=True,
+    ),
+    Invariant(
+        "g1.computed_prefix_cached",
+        C,
+        "state",
+        "A request's blocks below its computed watermark are cached (full, no Stored pending).",
+        _computed_cached,
+        lemma=True,
+    ),
+    Invariant(
+        "g1.request_shape",
+        C,
+        "state",
+        "A request's table holds its sequence's blocks in order and of the same kind (all but at most "
+        "a trailing partial whose allocation failed); a destination request owns no table and pins "
+        "only full blocks.",
+        _request_shape,
+        lemma=True,
     ),
 )
 

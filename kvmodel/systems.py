@@ -8,6 +8,7 @@ Hypothesis machines call :meth:`System.apply` with decoded arguments to skip the
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -654,7 +655,9 @@ class G1System(System):
         pre_key = self.model.key()
         self._pre: dict[str, Any] = {"owners": set(self.model.native.tables)}
         out = Outcome(op, args_json if args_json is not None else decoded)
-        saved = (dict(self.seqs), dict(self.computed), list(self.decodes), dict(self.dest))
+        # A rejected operation leaves the request bookkeeping as it was: sequences are copied, since
+        # a signal's sequence-side change (a promoted tail, a pushed token) precedes the rejection.
+        saved = ({o: q.copy() for o, q in self.seqs.items()}, dict(self.computed), list(self.decodes), dict(self.dest))
         try:
             out.result = self._call(op, decoded)
         except ModelError as e:
@@ -663,6 +666,10 @@ class G1System(System):
         out.events = self.model.drain_events()
         self.monitor.observe(out.events)
         self._pre["outstanding_fresh"] = self._outstanding()
+        self._pre["dest_pins"] = Counter(i for r in self.dest.values() for _, i in r.pool.prefix)
+        self._pre["dest_prefix"] = {o: len(r.pool.prefix) for o, r in self.dest.items()}
+        self._pre["seqs"] = self.seqs
+        self._pre["computed"] = self.computed
         ctx = StepContext(self.model, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, self._pre)
         out.violations = check_all(self.component, ctx)
         out.ctx = ctx

@@ -55,7 +55,14 @@ def _registry(config: dict[str, Any], quirks: Iterable[str]) -> Spec:
     return make_spec(config, quirks)
 
 
+def _g1(config: dict[str, Any], quirks: Iterable[str]) -> Spec:
+    from kvmodel.specs.g1 import make_spec
+
+    return make_spec(config, quirks)
+
+
 SPECS: dict[str, Callable[[dict[str, Any], Iterable[str]], Spec]] = {
+    "g1_native": _g1,
     "kvbm_block_registry": _registry,
     "kv_manager": _kv,
     "lru_evictor_wallclock": _lru("lru_evictor_wallclock"),
@@ -76,6 +83,8 @@ def universe_of(component: str, config: dict[str, Any], space: dict[str, Any]) -
         if space.get("shared"):
             out["registries"] = RegSpace(**space).registries()
         return out
+    if component == "g1_native":
+        return {**space, **({"capacity": config["max_capacity"]} if "max_capacity" in config else {})}
     return {"objects": space["objects"], "max_queue": space["max_queue"], **config}
 
 

@@ -15,6 +15,8 @@ from kvmodel.explorer import KvSpace, LruSpace
 from kvmodel.model.quirks import QUIRKS, faithful, quirks_of
 from kvmodel.specs import make_spec, universe_of
 from kvmodel.specs.engine import Operation, Property, TransitionSystem, bmc, k_induction
+from kvmodel.specs.g1 import UNIVERSES as G1_UNIVERSES
+from kvmodel.specs.g1 import trace_agreement
 from kvmodel.specs.registry import UNIVERSES as REG_UNIVERSES
 from kvmodel.specs.runner import Disagreement, agreement_run, prove, run_bmc
 
@@ -144,6 +146,38 @@ def test_faithful_registry_keeps_one_handle_per_key() -> None:
     assert st["reg.pool_lists_iff_live"] != "proved"
 
 
+@pytest.mark.parametrize("cfg", list(G1_UNIVERSES.values()), ids=list(G1_UNIVERSES))
+def test_prove_g1_native_ideal(cfg: dict[str, Any]) -> None:
+    """Every invariant of the G1 facade with the native backend, and its three lemmas, by
+    1-induction on the explorer's worlds."""
+    rep = prove("g1_native", cfg, max_k=1)
+    assert rep["all_proved"], [r for r in rep["invariants"] if r["status"] != "proved"]
+    assert len(rep["invariants"]) == 14 and sum(bool(r.get("lemma")) for r in rep["invariants"]) == 3
+
+
+def test_g1_without_its_lemmas_is_not_1_inductive() -> None:
+    spec = make_spec("g1_native", {})
+    spec.ts.properties = tuple(p for p in spec.ts.properties if not p.lemma)
+    res = {r.name: r.status for r in k_induction(spec.ts, max_k=1)}
+    assert res["g1.capacity"] == "cti" and res["g1.announced_matches_visible"] == "cti"
+
+
+def test_faithful_g1_keeps_capacity_and_the_lru() -> None:
+    rep = prove("g1_native", {}, faithful("g1_native"), max_k=1)
+    st = {r["invariant"]: r["status"] for r in rep["invariants"]}
+    assert st["g1.capacity"] == st["g1.lru_exactly_idle"] == st["g1.announced_matches_visible"] == "proved"
+    assert st["g1.active_count_resident"] != "proved" and st["g1.stored_parent_announced"] != "proved"
+
+
+def test_g1_spec_world_is_bounded() -> None:
+    from kvmodel.model.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="one pushed token"):
+        make_spec("g1_native", {"pushes": 2})
+    with pytest.raises(InvalidInput, match="unknown g1_native spec parameters"):
+        make_spec("g1_native", {"tokens": 3})
+
+
 @pytest.mark.parametrize("component", LRUS)
 def test_prove_lru_ideal_needs_its_lemmas(component: str) -> None:
     spec = make_spec(component, {})
@@ -157,7 +191,7 @@ def test_prove_lru_ideal_needs_its_lemmas(component: str) -> None:
 def test_spec_lemmas_are_in_the_catalogue() -> None:
     from kvmodel.invariants import for_component
 
-    for comp in ("kv_manager", *LRUS, "kvbm_block_registry"):
+    for comp in ("kv_manager", *LRUS, "kvbm_block_registry", "g1_native"):
         spec = make_spec(comp, {})
         cat = {i.name: i for i in for_component(comp)}
         for p in spec.ts.properties:
@@ -169,8 +203,10 @@ def test_spec_lemmas_are_in_the_catalogue() -> None:
 
 
 def _bmc_entries() -> list[dict[str, Any]]:
-    comps = ("kv_manager", *LRUS, "kvbm_block_registry")
-    return [e for e in MANIFEST if e["expect"]["violations"] and e["component"] in comps]
+    comps = ("kv_manager", *LRUS, "kvbm_block_registry", "g1_native")
+    # g1: the faithful entry holds every quirk's breakage (each quirk alone runs in `kvmodel check`)
+    chosen = [e for e in MANIFEST if e["expect"]["violations"] and e["component"] in comps]
+    return [e for e in chosen if e["component"] != "g1_native" or not e["name"].startswith("quirk-")]
 
 
 def _spec_config(e: dict[str, Any]) -> dict[str, Any]:
@@ -251,6 +287,36 @@ def test_agreement_check_tells_each_quirk_apart(quirk: str) -> None:
     with pytest.raises(Disagreement):
         for seed in range(40):
             agreement_run(comp, cfg, base, spec_quirks=(*base, quirk), steps=60, seed=seed, moves=moves)
+
+
+def _g1_modes() -> list[tuple[str, tuple[str, ...]]]:
+    out: list[tuple[str, tuple[str, ...]]] = [("ideal", ()), ("faithful", tuple(sorted(faithful("g1_native"))))]
+    return out + [(q.name, (q.name,)) for q in quirks_of("g1_native")]
+
+
+@pytest.mark.parametrize("name,quirks", _g1_modes(), ids=[m[0] for m in _g1_modes()])
+def test_agreement_g1_random_runs(name: str, quirks: tuple[str, ...]) -> None:
+    """Executable -> spec: every step of random runs is the spec's operation and leads to the
+    same observations (result, events, every invariant's verdict, the state up to copy identity)."""
+    assert trace_agreement({}, quirks, runs=2, steps=30, seed=11) == 60
+    if name in ("ideal", "faithful"):
+        assert trace_agreement({"prompts": 3, "decode": 0}, quirks, runs=2, steps=30, seed=12) == 60
+
+
+@pytest.mark.parametrize("quirk", [q.name for q in quirks_of("g1_native")])
+def test_g1_agreement_tells_each_quirk_apart(quirk: str) -> None:
+    """The explorer's shortest counterexample of a quirk agrees with the spec that has the quirk
+    and is refused by the spec without it (and the other way round)."""
+    from kvmodel.explorer import G1Space, explore, violation_trace
+
+    (inv,) = QUIRKS[quirk].breaks
+    res = explore({}, (quirk,), G1Space(owners=2, prompts=2, pushes=1, decode=1), stop_on_violation=True)
+    ops = [(s["op"], s["args"]) for s in violation_trace(res, inv)["steps"]]
+    assert trace_agreement({}, (quirk,), moves=ops, runs=1, steps=0, seed=0) == len(ops)
+    with pytest.raises(Disagreement):
+        trace_agreement({}, (), spec_quirks=(quirk,), moves=ops, runs=1, steps=0, seed=0)
+    with pytest.raises(Disagreement):
+        trace_agreement({}, (quirk,), spec_quirks=(), moves=ops, runs=1, steps=0, seed=0)
 
 
 # --------------------------------------------------------------------------- CLI

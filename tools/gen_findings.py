@@ -163,9 +163,8 @@ def _index() -> list[str]:
     out += [
         "",
         "In every row the ideal variant (the quirk off) holds under Hypothesis and exhaustive exploration",
-        "(`kvmodel check`); except for `g1_native`, whose Z3 spec is still to come, it is also proved by",
-        "k-induction (`kvmodel prove --component NAME`) and BMC finds the quirk's violations at the explorer's",
-        "minimal depths.",
+        "(`kvmodel check`), it is also proved by k-induction (`kvmodel prove --component NAME`), and BMC finds",
+        "the quirk's violations at the explorer's minimal depths.",
         "",
     ]
     return out
