@@ -25,9 +25,12 @@ def pin() -> bool:
         from hypothesis.internal.conjecture import providers
     except ImportError:  # pragma: no cover - a Hypothesis without this module
         return False
-    if not hasattr(providers, "_get_local_constants") or not hasattr(providers, "_local_constants"):
+    if not hasattr(providers, "_get_local_constants") or not hasattr(providers, "Constants"):
         return False
-    empty: Any = providers._local_constants
+    # A fresh empty pool: the module's own may already hold constants gathered by an earlier
+    # @given test in the same process (that made a seeded run's shrinking depend on which test
+    # files ran before it).
+    empty: Any = providers.Constants()
 
     def no_local_constants() -> Any:
         return empty

@@ -655,9 +655,14 @@ class G1System(System):
         pre_key = self.model.key()
         self._pre: dict[str, Any] = {"owners": set(self.model.native.tables)}
         out = Outcome(op, args_json if args_json is not None else decoded)
-        # A rejected operation leaves the request bookkeeping as it was: sequences are copied, since
-        # a signal's sequence-side change (a promoted tail, a pushed token) precedes the rejection.
-        saved = ({o: q.copy() for o, q in self.seqs.items()}, dict(self.computed), list(self.decodes), dict(self.dest))
+        # A rejected operation leaves the request bookkeeping as it was: the operated request's
+        # sequence is copied, since a signal's sequence-side change (a promoted tail, a pushed
+        # token) precedes the rejection.
+        seqs = dict(self.seqs)
+        owner = decoded.get("owner") if isinstance(decoded, dict) else None
+        if isinstance(owner, (int, str)) and owner in seqs:
+            seqs[owner] = seqs[owner].copy()
+        saved = (seqs, dict(self.computed), list(self.decodes), dict(self.dest))
         try:
             out.result = self._call(op, decoded)
         except ModelError as e:
