@@ -30,7 +30,7 @@ def pin() -> bool:
     # A fresh empty pool: the module's own may already hold constants gathered by an earlier
     # @given test in the same process (that made a seeded run's shrinking depend on which test
     # files ran before it).
-    empty: Any = providers.Constants()
+    empty: Any = getattr(providers, "Constants")()  # noqa: B009 - not re-exported for mypy
 
     def no_local_constants() -> Any:
         return empty
