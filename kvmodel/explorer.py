@@ -219,8 +219,22 @@ class LruSpace:
         return str(move[0])
 
 
+class _NoSymmetry:
+    """For spaces whose moves name fixed slots: the system's own key, orbits of one, moves named
+    by their first element."""
+
+    def key(self, s: System, symmetry: bool) -> Any:
+        return s.key()
+
+    def orbit(self, key: Any) -> int:
+        return 1
+
+    def move_kind(self, move: Any) -> str:
+        return str(move[0])
+
+
 @attrs.frozen
-class RegSpace:
+class RegSpace(_NoSymmetry):
     """Bounded registry world: ``states`` block-state slots (each filled with a Complete block of
     one of ``hashes`` hashes), ``publish_handles`` and ``arcs`` slots for what register_block and
     remove_handle return, ``publishers`` publisher slots, and at most ``max_pending`` undrained
@@ -347,15 +361,6 @@ class RegSpace:
         p = m.pools[pool]
         rid = m.globals[p.global_name].get(m._key(p, st.block.sequence_hash))
         return rid is None or not m.handles[rid].alive
-
-    def key(self, s: System, symmetry: bool) -> Any:
-        return s.key()
-
-    def orbit(self, key: Any) -> int:
-        return 1
-
-    def move_kind(self, move: Any) -> str:
-        return str(move[0])
 
 
 def _stamp_key(t: Any) -> tuple[int, int]:
@@ -656,7 +661,7 @@ G1_PROMPTS: tuple[tuple[int, ...], ...] = ((1, 2, 5), (7,), (1, 2, 3, 4))
 
 
 @attrs.frozen
-class G1Space:
+class G1Space(_NoSymmetry):
     """Bounded G1 world (native backend): ``owners`` requests, each started from one of the
     prompts (block size 2: a full block and a partial; a lone partial; the same first block and one more),
     growing by ``pushes`` tokens at most; at most one decode reservation of ``decode`` slots.
@@ -740,12 +745,3 @@ class G1Space:
         if kind == "release_decode":
             return bool(s.decodes)
         return move[1] in s.dest  # activate / cancel
-
-    def key(self, s: System, symmetry: bool) -> Any:
-        return s.key()
-
-    def orbit(self, key: Any) -> int:
-        return 1
-
-    def move_kind(self, move: Any) -> str:
-        return str(move[0])
