@@ -501,6 +501,7 @@ class G1System(System):
         self.model = G1Manager(
             c["max_capacity"],
             c["block_size"],
+            backend="native",
             enable_prefix_caching=c["enable_prefix_caching"],
             publishers=c["publishers"],
             dp_rank=c["dp_rank"],

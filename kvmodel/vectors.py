@@ -161,6 +161,15 @@ class Matcher:
             for i, (e, a) in enumerate(zip(exp, act, strict=True)):
                 self.match(e, a, f"{where}[{i}]", ns)
             return
+        if isinstance(exp, int) and not isinstance(exp, bool) and isinstance(act, dict) and "block_hash" in act:
+            # a stored block named by its hash alone
+            self.match(exp, act["block_hash"], f"{where}.block_hash", ns)
+            return
+        if isinstance(exp, str) and exp.startswith("== ") and ns is not None:
+            ref = ns.resolve(exp[3:])
+            if ref != act:
+                raise Mismatch(f"{where}: expected {exp[3:]} = {_j(ref)}, got {_j(act)}")
+            return
         if isinstance(exp, str) and not isinstance(act, str) and _int_of(exp) is None and ns is not None:
             # a symbolic value naming another observable ("events[0].blocks[1].block_hash", "S.h[2]")
             try:
@@ -725,6 +734,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "native_vllm_block_pool": _g1("run_native_pool"),
     "native_vllm_backend": _g1("run_native_backend"),
     "g1_manager": _g1("run_g1_manager"),
+    "kvbm_backend": _g1("run_kvbm_backend"),
     "kvbm_block_registry": run_registry,
     "kv_router_radix_tree": run_radix_tree,
     "lru_evictor_wallclock": run_lru,

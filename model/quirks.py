@@ -228,6 +228,81 @@ _ALL += [
         "blocks in another order panic (the old manager and KVBM accept any order).",
         ("g1.deref_of_tail_accepted",),
     ),
+    # --- G1 KVBM backend (lib/mocker/src/kv_manager/kvbm_backend.rs R09 on kvbm-logical) ---
+    Quirk(
+        "failed_use_reorders_inactive",
+        "g1_kvbm",
+        "§6 #7",
+        "A Use (or destination reservation) that runs out of capacity after matching inactive blocks "
+        "resurrects and re-releases them: they return to the inactive index as its newest entries, "
+        "so a failure changes the eviction order.",
+        ("kvbm.failure_keeps_eviction_order",),
+    ),
+    Quirk(
+        "active_partial_use_noop",
+        "g1_kvbm",
+        "§6 #8",
+        "A Use naming a partial block that is already active is a silent no-op for that entry: no "
+        "reference is taken, so the first Deref frees it under its other holder.",
+        ("kvbm.refs_match_holders",),
+    ),
+    Quirk(
+        "plh_reuse_keeps_first_name",
+        "g1_kvbm",
+        "§6 #9",
+        "Reuse is by PLH: a block registered as sequence hash 1 serves a Use of hash 2 with the same "
+        "PLH without a Stored for 2, and its eviction is reported as Removed([1]) only: the router "
+        "never learns the name the requester uses.",
+        ("kvbm.active_names_announced",),
+    ),
+    Quirk(
+        "events_for_uncached_sequences",
+        "g1_kvbm",
+        "§6 #13",
+        "Blocks of a sequence with prefix caching off (random hashes) are published as Stored and "
+        "Removed like any other; the native backend publishes nothing for them.",
+        ("kvbm.uncached_silent",),
+    ),
+    Quirk(
+        "stored_before_removed",
+        "g1_kvbm",
+        "§6 #14",
+        "Within one Use the Stored groups are published before the Removed of the blocks the Use "
+        "evicted to make room: for a moment the router sees more blocks than the worker holds.",
+        ("kvbm.removed_before_stored",),
+    ),
+    Quirk(
+        "kvbm_active_counts_reservations",
+        "g1_kvbm",
+        "§6 #23",
+        "num_active_blocks is total − available, so reserved-but-unused decode and destination slots "
+        "count as active blocks.",
+        ("kvbm.active_count_held",),
+    ),
+    Quirk(
+        "commit_asserts_after_partial_commit",
+        "g1_kvbm",
+        "§6 #24",
+        "A Use listing one new partial UUID twice, or one sequence hash with two PLHs, panics in the "
+        "commit loop with the earlier entries installed, the Stored run unpublished and the evicted "
+        "blocks' Removed never sent.",
+        ("kvbm.rejection_no_trace",),
+    ),
+    Quirk(
+        "use_ready_counts_entries",
+        "g1_kvbm",
+        "§6 #25",
+        "A Use returns Ready(len(blocks)), the number of signal entries (hits included), not the "
+        "number of blocks it newly allocated.",
+        ("kvbm.use_reports_new_blocks",),
+    ),
+    Quirk(
+        "deref_releases_before_panic",
+        "g1_kvbm",
+        "§2.4.3 (Deref)",
+        "A Deref naming a block that is not active panics there, with the blocks listed before it already released.",
+        ("kvbm.rejection_no_trace",),
+    ),
 ]
 
 QUIRKS: dict[str, Quirk] = {q.name: q for q in _ALL}

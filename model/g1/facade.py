@@ -3,8 +3,10 @@
 Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` revision R05 (finalize, then promote
 the computed tail); commit 366ff0ef promoted the tail first (quirk
 ``promote_tail_before_finalize``, §6 #18: the tail's Stored names a parent that has not
-been published yet). The KVBM backend comes with its own issue; constructing it raises
-:class:`~kvmodel.model.errors.InvalidInput` until then.
+been published yet). The default backend is KVBM (``new_with_event_sink`` →
+:class:`~kvmodel.model.g1.kvbm.KvbmKvManager` with the Lineage eviction backend); the native one
+is chosen with ``backend="native"``. Quirks are the union of both components' names; each
+backend reads its own.
 
 Results are the real ``G1Acquire`` values as strings: ``"Ready(n)"`` and
 ``"CapacityExhausted"``; reservations are returned as objects.
@@ -17,6 +19,7 @@ from typing import Any
 
 from kvmodel.model.blocks import FullBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
+from kvmodel.model.g1.kvbm import KvbmDecodeReservation, KvbmDestination, KvbmKvManager
 from kvmodel.model.g1.native import (
     READY,
     DecodeReservation,
@@ -38,39 +41,66 @@ def layout_of(sig: G1Use) -> Layout:
 
 
 class G1Manager:
-    """``G1Manager`` with the native backend (``new_with_backend_and_caching(..., Native, caching)``)."""
+    """``G1Manager``: KVBM by default (``new_with_event_sink`` / ``new_with_eviction_backend``),
+    or the native backend (``new_with_backend_and_caching(..., Native, caching)``)."""
 
     def __init__(
         self,
         max_capacity: int,
         block_size: int,
         *,
-        backend: str = "native",
+        backend: str = "kvbm",
         enable_prefix_caching: bool = True,
+        eviction_backend: str = "Lineage",
         publishers: bool = True,
         dp_rank: int = 0,
         quirks: Iterable[str] = (),
     ) -> None:
-        if backend != "native":
-            raise InvalidInput(f"backend {backend!r} is not modelled yet (the KVBM backend has its own issue)")
+        if backend not in ("kvbm", "native"):
+            raise InvalidInput(f"unknown G1 backend {backend!r} (known: ['kvbm', 'native'])")
         self.quirks = frozenset(quirks)
         self.backend = backend
-        self.native = NativeKvManager(
-            max_capacity,
-            block_size,
-            enable_prefix_caching=enable_prefix_caching,
-            publishers=publishers,
-            dp_rank=dp_rank,
-            quirks=self.quirks,
-        )
+        self.kvbm: KvbmKvManager | None = None
+        self._native: NativeKvManager | None = None
+        if backend == "kvbm":
+            self.kvbm = KvbmKvManager(
+                max_capacity,
+                block_size,
+                eviction_backend=eviction_backend,
+                publishers=publishers,
+                dp_rank=dp_rank,
+                quirks=self.quirks,
+            )
+        else:
+            self._native = NativeKvManager(
+                max_capacity,
+                block_size,
+                enable_prefix_caching=enable_prefix_caching,
+                publishers=publishers,
+                dp_rank=dp_rank,
+                quirks=self.quirks,
+            )
+
+    @property
+    def native(self) -> NativeKvManager:
+        if self._native is None:
+            raise NativePanic("not the native G1 backend")
+        return self._native
+
+    def _kv(self) -> KvbmKvManager | None:
+        return self.kvbm
 
     def clone(self) -> G1Manager:
         c = G1Manager.__new__(G1Manager)
-        c.quirks, c.backend, c.native = self.quirks, self.backend, self.native.clone()
+        c.quirks, c.backend = self.quirks, self.backend
+        c.kvbm = None if self.kvbm is None else self.kvbm.clone()
+        c._native = None if self._native is None else self._native.clone()
         return c
 
     def key(self) -> tuple[Any, ...]:
         """The observable state, canonical: copy ids renamed by age, event ids left out."""
+        if self.kvbm is not None:
+            return tuple(self.kvbm.key())
         m = self.native
         p = m.pool
         rank = {i: k for k, i in enumerate(sorted(p.copies))}
@@ -87,19 +117,22 @@ class G1Manager:
         )
 
     def snapshot(self) -> dict[str, Any]:
-        return self.native.snapshot()
+        return self.kvbm.snapshot() if self.kvbm is not None else self.native.snapshot()
 
     @property
     def block_size(self) -> int:
-        return self.native.block_size
+        return self.kvbm.block_size if self.kvbm is not None else self.native.block_size
 
     def drain_events(self) -> list[Published]:
-        return self.native.drain_events()
+        return self.kvbm.drain_events() if self.kvbm is not None else self.native.drain_events()
 
     # -- signals
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int = 0) -> str:
         """Native: a Use's PLHs must align with its full blocks; Deref and Promote take no
-        reusable prefix and always return ``Ready(1)`` (§6 #25 for KVBM: the same shape)."""
+        reusable prefix and always return ``Ready(1)`` (§6 #25 for KVBM: the same shape). KVBM
+        ignores the owner and the reusable prefix."""
+        if self.kvbm is not None:
+            return self.kvbm.process(sig)
         m = self.native
         if isinstance(sig, G1Use):
             n_full = sum(1 for b in sig.blocks if isinstance(b, FullBlock))
@@ -118,11 +151,16 @@ class G1Manager:
         return "Ready(1)"
 
     def process(self, sig: G1Signal) -> str:
+        if self.kvbm is not None:
+            return self.kvbm.process(sig)
         raise NativePanic("native G1 operations require a request owner")
 
     def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
         """Cache and publish the blocks this decision computed, then promote the computed tail
-        (R05). With ``promote_tail_before_finalize`` (commit 366ff0ef) the other way round."""
+        (R05). With ``promote_tail_before_finalize`` (commit 366ff0ef) the other way round.
+        KVBM: a no-op (its lifecycle is eager)."""
+        if self.kvbm is not None:
+            return
         if "promote_tail_before_finalize" in self.quirks:
             self._promote_tail(owner, after, sequence)
             self.native.finalize_computed_prefix(owner, before, after)
@@ -136,11 +174,27 @@ class G1Manager:
             raise NativePanic("computed-tail promotion must be infallible")
 
     # -- decode reservations
-    def reserve_decode_blocks(self, count: int) -> DecodeReservation | str:
-        r = self.native.reserve_decode_blocks(count)
+    def reserve_decode_blocks(self, count: int) -> DecodeReservation | KvbmDecodeReservation | str:
+        r: DecodeReservation | KvbmDecodeReservation | None
+        if self.kvbm is not None:
+            r = self.kvbm.reserve_decode_blocks(count)
+        else:
+            r = self.native.reserve_decode_blocks(count)
         return "CapacityExhausted" if r is None else r
 
     def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> str:
+        if self.kvbm is not None:
+            if not isinstance(res, KvbmDecodeReservation):
+                raise NativePanic("decode reservation belongs to a different G1 backend")
+            if isinstance(sig, G1Use):
+                out = self.kvbm.process_use(sig, res)
+                if not out.startswith("Ready"):
+                    raise NativePanic("reserved decode allocation must be infallible")
+                return out
+            out = self.kvbm.process(sig)
+            if not out.startswith("Ready"):
+                raise NativePanic("non-Use decode signal must be infallible")
+            return out
         if not isinstance(res, DecodeReservation):
             raise NativePanic("decode reservation belongs to a different G1 backend")
         if isinstance(sig, G1Use):
@@ -151,13 +205,23 @@ class G1Manager:
         return self.process_for_request(owner, sig, 0)
 
     def release_decode_reservation(self, res: Any) -> None:
+        if self.kvbm is not None:
+            if not isinstance(res, KvbmDecodeReservation):
+                raise NativePanic("decode reservation belongs to a different G1 backend")
+            self.kvbm.release_decode_reservation(res)
+            return
         if not isinstance(res, DecodeReservation):
             raise NativePanic("decode reservation belongs to a different G1 backend")
         self.native.release_decode_reservation(res)
 
     # -- destination reservations
-    def reserve_destination_at(self, owner: int, sequence: NewActiveSequence) -> DestinationReservation | str:
+    def reserve_destination_at(
+        self, owner: int, sequence: NewActiveSequence
+    ) -> DestinationReservation | KvbmDestination | str:
         sig = sequence.prepare_allocation(sequence.num_input_tokens)
+        if self.kvbm is not None:
+            d = self.kvbm.reserve_destination(sig)
+            return "CapacityExhausted" if d is None else d
         if sig is not None:
             n_full = sum(1 for b in sig.blocks if isinstance(b, FullBlock))
             if len(sig.plhs) != n_full:
@@ -166,29 +230,41 @@ class G1Manager:
         return "CapacityExhausted" if r is None else r
 
     def activate_destination(self, res: Any) -> None:
+        if self.kvbm is not None:
+            if not isinstance(res, KvbmDestination):
+                raise NativePanic("destination reservation belongs to a different G1 backend")
+            self.kvbm.activate_destination(res)
+            return
         if not isinstance(res, DestinationReservation):
             raise NativePanic("destination reservation belongs to a different G1 backend")
         self.native.activate_destination(res)
 
     def cancel_destination(self, res: Any) -> None:
+        if self.kvbm is not None:
+            if not isinstance(res, KvbmDestination):
+                raise NativePanic("destination reservation belongs to a different G1 backend")
+            self.kvbm.cancel_destination(res)
+            return
         if not isinstance(res, DestinationReservation):
             raise NativePanic("destination reservation belongs to a different G1 backend")
         self.native.cancel_destination(res)
 
     # -- metrics
     def num_active_blocks(self) -> int:
-        return self.native.num_active_blocks()
+        return self.kvbm.num_active_blocks() if self.kvbm is not None else self.native.num_active_blocks()
 
     def num_active_block_refs(self) -> int:
-        return self.native.num_active_block_refs()
+        return self.kvbm.num_active_block_refs() if self.kvbm is not None else self.native.num_active_block_refs()
 
     def num_inactive_blocks(self) -> int:
-        return self.native.num_inactive_blocks()
+        return self.kvbm.num_inactive_blocks() if self.kvbm is not None else self.native.num_inactive_blocks()
 
     def max_capacity(self) -> int:
-        return self.native.pool.capacity
+        return self.kvbm.max_capacity if self.kvbm is not None else self.native.pool.capacity
 
     def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
+        if self.kvbm is not None:
+            return self.kvbm.get_prefill_cost(sequence.unique, sequence.plhs, len(sequence), sequence.caching)
         return self.native.get_prefill_cost(sequence.unique, len(sequence), sequence.caching)
 
 

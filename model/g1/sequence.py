@@ -34,17 +34,21 @@ class G1Use:
     plhs: tuple[PLH, ...] = ()
     token_ids: tuple[tuple[int, ...], ...] | None = None
     parent: UniqueBlock | None = None
+    # Not in the Rust signal: whether the sequence has prefix caching on. The faithful KVBM
+    # backend ignores it (§6 #13); the ideal one publishes nothing for uncacheable blocks.
+    cacheable: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "Use": {
-                "blocks": [b.to_json() for b in self.blocks],
-                "local_hashes": list(self.local_hashes),
-                "plhs": [{"seq": s, "parent": p, "pos": k} for s, p, k in self.plhs],
-                "token_ids": None if self.token_ids is None else [list(t) for t in self.token_ids],
-                "parent": None if self.parent is None else self.parent.to_json(),
-            }
+        out: dict[str, Any] = {
+            "blocks": [b.to_json() for b in self.blocks],
+            "local_hashes": list(self.local_hashes),
+            "plhs": [{"seq": s, "parent": p, "pos": k} for s, p, k in self.plhs],
+            "token_ids": None if self.token_ids is None else [list(t) for t in self.token_ids],
+            "parent": None if self.parent is None else self.parent.to_json(),
         }
+        if not self.cacheable:
+            out["cacheable"] = False
+        return {"Use": out}
 
 
 @attrs.frozen
@@ -63,18 +67,20 @@ class G1Promote:
     local_hash: int | None = None
     plh: PLH | None = None
     token_ids: tuple[int, ...] | None = None
+    cacheable: bool = True  # see G1Use.cacheable
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "Promote": {
-                "uuid": self.uuid,
-                "seq_hash": self.seq_hash,
-                "parent_hash": self.parent_hash,
-                "local_hash": self.local_hash,
-                "plh": None if self.plh is None else {"seq": self.plh[0], "parent": self.plh[1], "pos": self.plh[2]},
-                "token_ids": None if self.token_ids is None else list(self.token_ids),
-            }
+        out: dict[str, Any] = {
+            "uuid": self.uuid,
+            "seq_hash": self.seq_hash,
+            "parent_hash": self.parent_hash,
+            "local_hash": self.local_hash,
+            "plh": None if self.plh is None else {"seq": self.plh[0], "parent": self.plh[1], "pos": self.plh[2]},
+            "token_ids": None if self.token_ids is None else list(self.token_ids),
         }
+        if not self.cacheable:
+            out["cacheable"] = False
+        return {"Promote": out}
 
 
 G1Signal = G1Use | G1Deref | G1Promote
@@ -100,6 +106,7 @@ def signal_from_json(obj: Any) -> G1Signal:
             plhs,
             None if toks is None else tuple(tuple(t) for t in toks),
             None if v.get("parent") is None else _block(v["parent"]),
+            bool(v.get("cacheable", True)),
         )
     if k == "Deref" and isinstance(v, list):
         return G1Deref(tuple(_block(b) for b in v))
@@ -113,6 +120,7 @@ def signal_from_json(obj: Any) -> G1Signal:
             v.get("local_hash"),
             None if plh is None else (plh["seq"], plh.get("parent"), plh["pos"]),
             None if toks is None else tuple(toks),
+            bool(v.get("cacheable", True)),
         )
     raise InvalidInput(f"not a G1 MoveBlock: {obj!r}")
 
@@ -143,6 +151,7 @@ class NewActiveSequence:
         self.tokens: list[int] = list(tokens)
         self.num_input_tokens = len(self.tokens)
         self.num_allocated_tokens = 0
+        self.generated_tokens = 0
         self.seq_hashes: list[int] = []
         self.local_hashes: list[int] = []
         self.plhs: list[PLH] = []
@@ -206,6 +215,7 @@ class NewActiveSequence:
             tuple(self.plhs[i] for i in idx),
             tuple(self.block_tokens(i) for i in idx) if self.emit_token_ids else None,
             self.unique[prev - 1] if prev > 0 else None,
+            self.caching,
         )
 
     def commit_allocation(self, cum: int) -> None:
@@ -233,6 +243,7 @@ class NewActiveSequence:
             self.local_hashes[i] if self.caching else None,
             self.plhs[i],
             self.block_tokens(i) if self.emit_token_ids else None,
+            self.caching,
         )
 
     def push(self, token: int) -> list[G1Signal] | None:
@@ -269,3 +280,15 @@ class NewActiveSequence:
 
     def terminal_signal(self) -> G1Deref:
         return self._release(len(self.tokens))
+
+    def reset_with_signal(self) -> list[G1Signal]:
+        """Preemption: release what was allocated (leaf first) and zero the watermark; the
+        generated tokens stay."""
+        return [self.free_signal()]
+
+    def generate(self) -> list[G1Signal]:
+        """Generate one output token (seeded) and push it; the push's signals."""
+        if self.generated_tokens >= self.max_output_tokens:
+            raise InvalidInput(f"{self.name}: already generated {self.max_output_tokens} tokens")
+        self.generated_tokens += 1
+        return self.push(self._rng.randrange(1 << 16)) or []

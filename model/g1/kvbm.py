@@ -1,0 +1,998 @@
+"""The KVBM backend of the G1 manager on the kvbm-logical substrate (semantics §2.4, §2.6, §2.7).
+
+Real code: ``lib/mocker/src/kv_manager/kvbm_backend.rs`` revision R09 (atomic ``Use`` and
+``G1Acquire``, matching ``g1_manager.rs`` revision R05) over ``lib/kvbm-logical``:
+``BlockManager<G1>`` with the Reject registration policy, its FIFO reset pool and one of the
+inactive indexes in ``pools/inactive/backends/`` (``lineage.rs`` by default, ``lru_backend.rs``,
+``multi_lru_backend.rs``).
+
+Substrate (:class:`Substrate`): ``total`` slots ``0..N-1``; a FIFO ``free`` list (allocation
+pops the front, every release pushes the back); ``mutable`` slots held by the manager
+(partials, decode and destination reservations, candidates being registered); ``primaries``
+(a registered PLH → its block and the number of live handles); the inactive index (registered,
+unreferenced). Dropping the last handle of a primary inserts it into the index with the next
+logical tick. A PLH is modelled as the triple ``(sequence hash, parent, position)``.
+
+Manager (:class:`KvbmKvManager`): ``active_partial`` (UUID → slot), ``active_full`` (sequence
+hash → one pinned primary and the number of logical owners), ``registered`` (the shadow:
+every PLH this manager registered and has not seen evicted, with the metadata its Stored
+carried), ``next_event_id``, ``capacity_generation``.
+
+Quirks (``g1_kvbm``): with each on, the real behaviour; off, the ideal one.
+
+* ``failed_use_reorders_inactive`` (§6 #7): a Use or destination reservation that fails after
+  matching inactive blocks puts them back as the newest; ideal: the index is left exactly as
+  it was.
+* ``active_partial_use_noop`` (§6 #8): a Use naming an already active partial is a silent
+  no-op for that entry; ideal: rejected before any change.
+* ``plh_reuse_keeps_first_name`` (§6 #9): a PLH hit under another sequence hash publishes
+  nothing and the eventual Removed names only the first hash; ideal: the new name is published
+  (Stored) and removed with the block.
+* ``events_for_uncached_sequences`` (§6 #13): blocks of a caching-disabled sequence (random
+  hashes) are published; ideal: a signal marked not cacheable publishes nothing.
+* ``stored_before_removed`` (§6 #14): a Use publishes its Stored groups, then the Removed of
+  what it evicted; ideal: the Removed first.
+* ``kvbm_active_counts_reservations`` (§6 #23): ``num_active_blocks`` counts reserved-but-unused
+  decode and destination slots; ideal: only blocks held by requests.
+* ``commit_asserts_after_partial_commit`` (§6 #24): a Use listing one new partial UUID twice, or
+  one sequence hash with two PLHs, panics with the earlier entries committed; ideal: rejected
+  before any change.
+* ``use_ready_counts_entries`` (§6 #25): a Use returns ``Ready(len(blocks))``; ideal: the number
+  of slots it newly took.
+* ``deref_releases_before_panic`` (§2.4.3): a Deref panics at the first unknown block with the
+  blocks before it released; ideal: rejected before any change.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from kvmodel.model.blocks import FullBlock, PartialBlock, UniqueBlock
+from kvmodel.model.errors import InvalidInput, NativePanic
+from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
+from kvmodel.model.g1.native import Published
+from kvmodel.model.g1.sequence import PLH, G1Deref, G1Promote, G1Signal, G1Use
+
+READY = "Ready"
+EXHAUSTED = "CapacityExhausted"
+EVICTION_BACKENDS = ("Lineage", "Lru", "MultiLru")
+# multi_lru_backend.rs: four LRU levels split by TinyLFU frequency at these thresholds.
+MULTI_LRU_THRESHOLDS = (2, 6, 15)
+
+
+class KvbmPanic(NativePanic):
+    """A panic of the KVBM backend (``kvbm_backend.rs``); the id is the Rust message."""
+
+
+# --------------------------------------------------------------------------- inactive indexes
+
+
+@attrs.define
+class _Node:
+    plh: PLH | None  # None: a ghost (a parent that is not itself inactive)
+    block: int | None
+    tick: int
+    parent: tuple[int, int] | None
+    children: set[tuple[int, int]] = attrs.field(factory=set)
+
+
+def _key(plh: PLH) -> tuple[int, int]:
+    return (plh[2], plh[0])
+
+
+def _parent_key(plh: PLH) -> tuple[int, int] | None:
+    return None if plh[1] is None or plh[2] == 0 else (plh[2] - 1, plh[1])
+
+
+class LineageIndex:
+    """``lineage.rs``: nodes keyed by (position, fragment) linked to (position−1, parent
+    fragment); a missing parent is a ghost. Only real leaves are candidates, oldest
+    ``(tick, position, fragment)`` first; evicting a leaf prunes empty ghost ancestors, and a
+    real parent that becomes a leaf competes with its original tick. Lookups compare the whole
+    PLH (the slab rewrite's behaviour; with full triples the older key-only lookup agrees)."""
+
+    name = "Lineage"
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[int, int], _Node] = {}
+        self.count = 0
+
+    def clone(self) -> LineageIndex:
+        c = LineageIndex()
+        c.nodes = {k: attrs.evolve(n, children=set(n.children)) for k, n in self.nodes.items()}
+        c.count = self.count
+        return c
+
+    def __len__(self) -> int:
+        return self.count
+
+    def contains(self, plh: PLH) -> bool:
+        n = self.nodes.get(_key(plh))
+        return n is not None and n.plh == plh
+
+    def insert(self, plh: PLH, block: int, tick: int) -> None:
+        k = _key(plh)
+        n = self.nodes.get(k)
+        if n is not None and n.plh is not None:
+            raise KvbmPanic("lineage: duplicate insert", repr(plh))
+        pk = _parent_key(plh)
+        if n is None:
+            n = self.nodes[k] = _Node(plh, block, tick, pk)
+        else:
+            n.plh, n.block, n.tick, n.parent = plh, block, tick, pk
+        if pk is not None:
+            p = self.nodes.get(pk)
+            if p is None:
+                p = self.nodes[pk] = _Node(None, None, 0, None)
+            p.children.add(k)
+        self.count += 1
+
+    def _detach(self, k: tuple[int, int]) -> None:
+        """Node ``k`` (no children, no block) leaves the graph; empty ghosts above it go too."""
+        n = self.nodes.pop(k)
+        pk = n.parent
+        while pk is not None:
+            p = self.nodes[pk]
+            p.children.discard(k)
+            if p.plh is not None or p.children:
+                return
+            self.nodes.pop(pk)
+            k, pk = pk, p.parent
+
+    def _remove(self, k: tuple[int, int]) -> int:
+        n = self.nodes[k]
+        assert n.block is not None
+        b = n.block
+        self.count -= 1
+        if n.children:
+            n.plh, n.block, n.tick = None, None, 0  # now a ghost
+        else:
+            self._detach(k)
+        return b
+
+    def take(self, plh: PLH, touch: bool = True) -> int | None:
+        if not self.contains(plh):
+            return None
+        return self._remove(_key(plh))
+
+    def candidates(self) -> list[tuple[int, int, int]]:
+        return sorted((n.tick, k[0], k[1]) for k, n in self.nodes.items() if n.plh is not None and not n.children)
+
+    def evict(self) -> tuple[PLH, int] | None:
+        c = self.candidates()
+        if not c:
+            return None
+        k = (c[0][1], c[0][2])
+        plh = self.nodes[k].plh
+        assert plh is not None
+        return plh, self._remove(k)
+
+    def plhs(self) -> list[PLH]:
+        return [n.plh for n in self.nodes.values() if n.plh is not None]
+
+    def key(self) -> Any:
+        return tuple(sorted((k, n.plh, n.block, n.tick, n.parent) for k, n in self.nodes.items()))
+
+
+class LruIndex:
+    """``lru_backend.rs``: the ``lru`` crate — insert at the recent end, evict the least
+    recently inserted, a lookup removes."""
+
+    name = "Lru"
+
+    def __init__(self) -> None:
+        self.order: OrderedDict[PLH, int] = OrderedDict()
+
+    def clone(self) -> LruIndex:
+        c = type(self)()
+        c.order = OrderedDict(self.order)
+        return c
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def contains(self, plh: PLH) -> bool:
+        return plh in self.order
+
+    def insert(self, plh: PLH, block: int, tick: int) -> None:
+        if plh in self.order:
+            raise KvbmPanic("lru: duplicate insert", repr(plh))
+        self.order[plh] = block
+
+    def take(self, plh: PLH, touch: bool = True) -> int | None:
+        return self.order.pop(plh, None)
+
+    def evict(self) -> tuple[PLH, int] | None:
+        if not self.order:
+            return None
+        return self.order.popitem(last=False)
+
+    def plhs(self) -> list[PLH]:
+        return list(self.order)
+
+    def key(self) -> Any:
+        return tuple(self.order.items())
+
+
+class MultiLruIndex:
+    """``multi_lru_backend.rs``: four LRU levels chosen at insertion by the TinyLFU frequency
+    of the PLH (levels split at 2, 6, 15); eviction takes the least recent entry of the
+    coldest non-empty level; a lookup removes and touches the frequency. The TinyLFU tracker is
+    modelled as an exact counter saturating at 15, without the periodic halving (reached
+    only after as many touches as its sample size)."""
+
+    name = "MultiLru"
+
+    def __init__(self) -> None:
+        self.levels: list[OrderedDict[PLH, int]] = [OrderedDict() for _ in range(4)]
+        self.freq: dict[PLH, int] = {}
+
+    def clone(self) -> MultiLruIndex:
+        c = MultiLruIndex()
+        c.levels = [OrderedDict(lv) for lv in self.levels]
+        c.freq = dict(self.freq)
+        return c
+
+    def __len__(self) -> int:
+        return sum(len(lv) for lv in self.levels)
+
+    def contains(self, plh: PLH) -> bool:
+        return any(plh in lv for lv in self.levels)
+
+    def _level(self, plh: PLH) -> int:
+        f = self.freq.get(plh, 0)
+        return sum(1 for t in MULTI_LRU_THRESHOLDS if f >= t)
+
+    def insert(self, plh: PLH, block: int, tick: int) -> None:
+        if self.contains(plh):
+            raise KvbmPanic("multi-lru: duplicate insert", repr(plh))
+        self.levels[self._level(plh)][plh] = block
+
+    def take(self, plh: PLH, touch: bool = True) -> int | None:
+        for lv in self.levels:
+            if plh in lv:
+                if touch:
+                    self.freq[plh] = min(15, self.freq.get(plh, 0) + 1)
+                return lv.pop(plh)
+        return None
+
+    def evict(self) -> tuple[PLH, int] | None:
+        for lv in self.levels:
+            if lv:
+                return lv.popitem(last=False)
+        return None
+
+    def plhs(self) -> list[PLH]:
+        return [p for lv in self.levels for p in lv]
+
+    def key(self) -> Any:
+        return (tuple(tuple(lv.items()) for lv in self.levels), tuple(sorted(self.freq.items(), key=repr)))
+
+
+Index = LineageIndex | LruIndex | MultiLruIndex
+
+
+def make_index(name: str) -> Index:
+    if name == "Lineage":
+        return LineageIndex()
+    if name == "Lru":
+        return LruIndex()
+    if name == "MultiLru":
+        return MultiLruIndex()
+    raise InvalidInput(f"unknown eviction backend {name!r} (known: {list(EVICTION_BACKENDS)})")
+
+
+# --------------------------------------------------------------------------- substrate
+
+
+class Substrate:
+    """kvbm-logical ``BlockManager<G1>`` with the Reject policy (KL-MGR, KL-STORE)."""
+
+    def __init__(self, total: int, backend: str = "Lineage") -> None:
+        self.total = total
+        self.free: deque[int] = deque(range(total))
+        self.mutable: set[int] = set()
+        self.primaries: dict[PLH, list[int]] = {}  # plh -> [block, handles]
+        self.inactive: Index = make_index(backend)
+        self.tick = 0
+        self.dedup = 0
+
+    def clone(self) -> Substrate:
+        c = Substrate.__new__(Substrate)
+        c.total, c.free, c.mutable = self.total, deque(self.free), set(self.mutable)
+        c.primaries = {k: list(v) for k, v in self.primaries.items()}
+        c.inactive = self.inactive.clone()
+        c.tick, c.dedup = self.tick, self.dedup
+        return c
+
+    def available(self) -> int:
+        return len(self.free) + len(self.inactive)
+
+    def allocate(self, n: int) -> tuple[list[int], list[PLH]] | None:
+        """``allocate_blocks_with_evictions``: all or nothing; the free list first, then
+        evictions in the index's order. Returns the slots and the evicted PLHs."""
+        if self.available() < n:
+            return None
+        out: list[int] = []
+        evicted: list[PLH] = []
+        while len(out) < n and self.free:
+            out.append(self.free.popleft())
+        while len(out) < n:
+            got = self.inactive.evict()
+            assert got is not None
+            evicted.append(got[0])
+            out.append(got[1])
+        self.mutable.update(out)
+        return out, evicted
+
+    def release_mutable(self, block: int) -> None:
+        self.mutable.discard(block)
+        self.free.append(block)
+
+    def register(self, block: int, plh: PLH) -> int:
+        """Reject policy: an active primary or an inactive block (resurrected) with this PLH
+        wins and the candidate slot goes to the back of the free list."""
+        got = self.match(plh)
+        if got is not None:
+            self.dedup += 1
+            self.release_mutable(block)
+            return got
+        self.mutable.discard(block)
+        self.primaries[plh] = [block, 1]
+        return block
+
+    def match(self, plh: PLH) -> int | None:
+        """One handle on the block registered under ``plh`` (resurrecting an inactive one)."""
+        p = self.primaries.get(plh)
+        if p is not None:
+            p[1] += 1
+            return p[0]
+        b = self.inactive.take(plh)
+        if b is None:
+            return None
+        self.primaries[plh] = [b, 1]
+        return b
+
+    def drop(self, plh: PLH) -> None:
+        """Drop one handle; the last one sends the block to the index as its newest entry."""
+        p = self.primaries[plh]
+        p[1] -= 1
+        if p[1] == 0:
+            del self.primaries[plh]
+            self.inactive.insert(plh, p[0], self.tick)
+            self.tick += 1
+
+    def block_of(self, plh: PLH) -> int | None:
+        p = self.primaries.get(plh)
+        return None if p is None else p[0]
+
+    def key(self) -> Any:
+        return (
+            tuple(self.free),
+            tuple(sorted(self.mutable)),
+            tuple(sorted(((k, tuple(v)) for k, v in self.primaries.items()), key=repr)),
+            self.inactive.key(),
+        )
+
+
+# --------------------------------------------------------------------------- manager state
+
+
+@attrs.define
+class ActiveFull:
+    block: int
+    plh: PLH
+    refs: int
+
+
+@attrs.define
+class Shadow:
+    """``registered_blocks[plh]``: what this manager registered and published."""
+
+    seq_hash: int
+    block_id: int
+    parent_hash: int | None
+    local_hash: int | None
+    token_ids: list[int] | None
+    cacheable: bool = True
+    aliases: list[int] = attrs.field(factory=list)  # ideal (no plh_reuse_keeps_first_name)
+
+    def names(self) -> list[int]:
+        return [self.seq_hash, *self.aliases]
+
+
+@attrs.define
+class KvbmDecodeReservation:
+    slots: list[int]
+    backend: str = "kvbm"
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+
+@attrs.define
+class KvbmDestination:
+    """A destination reservation: the Use layout, the leading blocks pinned (hash, PLH) and
+    the unpublished slots the transfer fills."""
+
+    layout: G1Use | None
+    pinned: list[tuple[int, PLH]]
+    unpublished: list[int]
+    backend: str = "kvbm"
+    live: bool = True
+
+    def transferable_prompt_tokens(self, block_size: int) -> int:
+        """``#unpublished × block_size`` (a partial tail counts as a whole block, §6 #15)."""
+        return len(self.unpublished) * block_size
+
+
+@attrs.define
+class _Prepared:
+    kind: str  # active, matched, fresh_full, fresh_partial, partial_noop
+    block: UniqueBlock
+    full_idx: int | None = None
+    slot: int | None = None  # matched: the pinned block; fresh: the candidate slot
+
+
+class KvbmKvManager:
+    """``KvManager`` of ``kvbm_backend.rs`` (R09)."""
+
+    def __init__(
+        self,
+        max_capacity: int,
+        block_size: int,
+        *,
+        eviction_backend: str = "Lineage",
+        publishers: bool = True,
+        dp_rank: int = 0,
+        quirks: Iterable[str] = (),
+    ) -> None:
+        for name, v in (("max_capacity", max_capacity), ("block_size", block_size)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        if max_capacity == 0:
+            raise KvbmPanic("max_capacity must be > 0")
+        if eviction_backend not in EVICTION_BACKENDS:
+            raise InvalidInput(f"unknown eviction backend {eviction_backend!r} (known: {list(EVICTION_BACKENDS)})")
+        self.quirks = frozenset(quirks)
+        self.max_capacity, self.block_size, self.dp_rank = max_capacity, block_size, dp_rank
+        self.eviction_backend = eviction_backend
+        self.publishers = publishers
+        self.sub = Substrate(max_capacity, eviction_backend)
+        self.active_partial: dict[str, int] = {}
+        self.active_full: dict[int, ActiveFull] = {}
+        self.registered: dict[PLH, Shadow] = {}
+        self.next_event_id = 0
+        self.capacity_generation = 0
+        self.outbox: list[Published] = []
+        self.last_fresh = 0  # slots the last successful Use newly took (for the ideal result)
+
+    def clone(self) -> KvbmKvManager:
+        c = KvbmKvManager.__new__(KvbmKvManager)
+        c.__dict__.update(self.__dict__)
+        c.sub = self.sub.clone()
+        c.active_partial = dict(self.active_partial)
+        c.active_full = {k: attrs.evolve(v) for k, v in self.active_full.items()}
+        c.registered = {k: attrs.evolve(v, aliases=list(v.aliases)) for k, v in self.registered.items()}
+        c.outbox = list(self.outbox)
+        return c
+
+    def q(self, name: str) -> bool:
+        return name in self.quirks
+
+    # -- events
+    def drain_events(self) -> list[Published]:
+        out, self.outbox = self.outbox, []
+        return out
+
+    def _publish(self, data: Stored | Removed, token_ids: list[list[int]] | None = None) -> None:
+        """``publish_kv_event``: without a publisher nothing is built and the id stays."""
+        if not self.publishers:
+            return
+        self.outbox.append(Published(KvCacheEvent(self.next_event_id, data, self.dp_rank), token_ids))
+        self.next_event_id += 1
+
+    def _silent(self, cacheable: bool) -> bool:
+        return not cacheable and not self.q("events_for_uncached_sequences")
+
+    def _publish_removed(self, evicted: Sequence[PLH]) -> None:
+        """The shadowed PLHs among ``evicted`` leave the shadow; one Removed names their hashes."""
+        hashes: list[int] = []
+        for plh in evicted:
+            s = self.registered.pop(plh, None)
+            if s is None or self._silent(s.cacheable):
+                continue
+            hashes.extend(s.names())
+        if hashes:
+            self._publish(Removed(tuple(hashes)))
+
+    # -- Use
+    def _validate_use(self, sig: G1Use) -> list[int]:
+        fulls = [i for i, b in enumerate(sig.blocks) if isinstance(b, FullBlock)]
+        n = len(fulls)
+        if len(sig.plhs) != n:
+            raise KvbmPanic("Use: plhs.len() must match FullBlock count in blocks", f"{len(sig.plhs)} vs {n}")
+        if sig.local_hashes and len(sig.local_hashes) != n:
+            raise KvbmPanic("Use: local_hashes must be empty or match FullBlock count", f"{len(sig.local_hashes)}")
+        if sig.token_ids is not None and len(sig.token_ids) != n:
+            raise KvbmPanic("Use: token_ids must be absent or match FullBlock count", f"{len(sig.token_ids)}")
+        if isinstance(sig.parent, PartialBlock):
+            raise KvbmPanic("parent block cannot be partial")
+        if not self.q("active_partial_use_noop"):
+            for b in sig.blocks:
+                if isinstance(b, PartialBlock) and b.uuid in self.active_partial:
+                    raise KvbmPanic("ideal: Use of an already active partial block", b.uuid)
+        if not self.q("commit_asserts_after_partial_commit"):
+            seen: set[str] = set()
+            plh_of: dict[int, PLH] = {}
+            k = 0
+            for b in sig.blocks:
+                if isinstance(b, PartialBlock):
+                    if b.uuid in seen and b.uuid not in self.active_partial:
+                        raise KvbmPanic("fresh Use replaced active partial block", b.uuid)
+                    seen.add(b.uuid)
+                else:
+                    plh = sig.plhs[k]
+                    k += 1
+                    if b.hash in plh_of and plh_of[b.hash] != plh and b.hash not in self.active_full:
+                        raise KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash))
+                    plh_of.setdefault(b.hash, plh)
+        return fulls
+
+    def process_use(self, sig: G1Use, reservation: KvbmDecodeReservation | None = None) -> str:
+        """Atomic Use: classify, match, reserve, then commit (§2.4.3)."""
+        self._validate_use(sig)
+        saved_index = None if self.q("failed_use_reorders_inactive") else self.sub.inactive.clone()
+        saved_tick = self.sub.tick
+        prepared: list[_Prepared] = []
+        k = 0
+        pending: list[int] = []
+        for b in sig.blocks:
+            if isinstance(b, FullBlock):
+                if b.hash in self.active_full:
+                    prepared.append(_Prepared("active", b, k))
+                else:
+                    prepared.append(_Prepared("pending", b, k))
+                    pending.append(len(prepared) - 1)
+                k += 1
+            elif b.uuid in self.active_partial:
+                prepared.append(_Prepared("partial_noop", b))
+            else:
+                prepared.append(_Prepared("fresh_partial", b))
+        # match_blocks_scattered over the pending PLHs
+        for i in pending:
+            p = prepared[i]
+            assert p.full_idx is not None
+            got = self.sub.match(sig.plhs[p.full_idx])
+            p.kind, p.slot = ("matched", got) if got is not None else ("fresh_full", None)
+        fresh = [p for p in prepared if p.kind in ("fresh_full", "fresh_partial")]
+        evicted: list[PLH] = []
+        if reservation is not None:
+            if len(reservation.slots) < len(fresh):
+                return self._fail_use(prepared, sig, saved_index, saved_tick)
+            slots = [reservation.slots.pop() for _ in fresh]
+        else:
+            got2 = self.sub.allocate(len(fresh))
+            if got2 is None:
+                return self._fail_use(prepared, sig, saved_index, saved_tick)
+            slots, evicted = got2
+        for p, s in zip(fresh, slots, strict=True):
+            p.slot = s
+        if not self.q("stored_before_removed"):
+            self._publish_removed(evicted)
+        taken = self._commit(sig, prepared)
+        if self.q("stored_before_removed"):
+            self._publish_removed(evicted)
+        self.last_fresh = taken
+        return f"Ready({len(sig.blocks) if self.q('use_ready_counts_entries') else taken})"
+
+    def _fail_use(self, prepared: list[_Prepared], sig: G1Use, saved: Index | None, tick: int) -> str:
+        for p in prepared:
+            if p.kind == "matched":
+                assert p.full_idx is not None
+                self.sub.drop(sig.plhs[p.full_idx])
+        if saved is not None:
+            self.sub.inactive, self.sub.tick = saved, tick
+        return EXHAUSTED
+
+    def _commit(self, sig: G1Use, prepared: list[_Prepared]) -> int:
+        """Register the fresh full blocks as one batch, then walk the list with the lineage
+        cursor, publishing one Stored per run of fresh registrations. Returns the slots taken."""
+        cursor: int | None = None if sig.parent is None else sig.parent.hash  # type: ignore[union-attr]
+        canon: dict[int, int] = {}
+        for p in prepared:
+            if p.kind == "fresh_full":
+                assert p.slot is not None and p.full_idx is not None
+                canon[id(p)] = self.sub.register(p.slot, sig.plhs[p.full_idx])
+        group: list[tuple[int, int | None, list[int] | None]] = []
+        group_parent: list[int | None] = [cursor]
+        cacheable = sig.cacheable
+        taken = 0
+
+        def flush() -> None:
+            if group and not self._silent(cacheable):
+                toks = None if sig.token_ids is None else [list(t or []) for _, _, t in group]
+                blocks = tuple(StoredBlock(h, lh or 0) for h, lh, _ in group)
+                self._publish(Stored(group_parent[0], blocks), toks)
+            group.clear()
+
+        def append(h: int, lh: int | None, toks: list[int] | None) -> None:
+            if not group:
+                group_parent[0] = cursor
+            group.append((h, lh, toks))
+
+        for i, p in enumerate(prepared):
+            try:
+                cursor = self._commit_one(sig, p, canon, cursor, cacheable, flush, append)
+            except KvbmPanic:
+                # §6 #24: the entries before this one stay committed; the rest are dropped as
+                # the unwinding Rust code drops them (pins and registered handles released,
+                # candidate slots freed); the run and the Removed are never published.
+                for q in prepared[i:]:
+                    if q.kind in ("matched", "fresh_full"):
+                        assert q.full_idx is not None
+                        self.sub.drop(sig.plhs[q.full_idx])
+                    elif q.kind == "fresh_partial" and q.slot is not None:
+                        self.sub.release_mutable(q.slot)
+                raise
+            if p.kind in ("fresh_full", "fresh_partial") and (p.kind == "fresh_partial" or canon[id(p)] == p.slot):
+                taken += 1
+        flush()
+        return taken
+
+    def _commit_one(
+        self,
+        sig: G1Use,
+        p: _Prepared,
+        canon: dict[int, int],
+        cursor: int | None,
+        cacheable: bool,
+        flush: Any,
+        append: Any,
+    ) -> int | None:
+        b = p.block
+        if p.kind in ("active", "matched", "fresh_full"):
+            assert isinstance(b, FullBlock) and p.full_idx is not None
+            plh = sig.plhs[p.full_idx]
+            lh = sig.local_hashes[p.full_idx] if sig.local_hashes else None
+            toks = None if sig.token_ids is None else list(sig.token_ids[p.full_idx])
+            if p.kind == "active":
+                flush()
+                self.active_full[b.hash].refs += 1
+            elif p.kind == "matched" or canon[id(p)] != p.slot:
+                block = p.slot if p.kind == "matched" else canon[id(p)]
+                assert block is not None
+                e = self.active_full.get(b.hash)
+                if e is not None:
+                    if e.block != block:
+                        raise KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash))
+                    e.refs += 1
+                    self.sub.drop(plh)
+                else:
+                    self.active_full[b.hash] = ActiveFull(block, plh, 1)
+                if self._alias(plh, b.hash, cacheable):
+                    append(b.hash, lh, toks)
+                else:
+                    flush()
+            else:
+                assert p.slot is not None
+                e = self.active_full.get(b.hash)
+                if e is not None:  # the same hash with a second PLH, registered fresh
+                    raise KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash))
+                self.active_full[b.hash] = ActiveFull(p.slot, plh, 1)
+                if plh in self.registered:
+                    raise KvbmPanic("registered block shadow already present", repr(plh))
+                self.registered[plh] = Shadow(b.hash, p.slot, cursor, lh, toks, cacheable)
+                append(b.hash, lh, toks)
+            return b.hash
+        if p.kind == "fresh_partial":
+            assert isinstance(b, PartialBlock) and p.slot is not None
+            if b.uuid in self.active_partial:
+                raise KvbmPanic("fresh Use replaced active partial block", b.uuid)
+            self.active_partial[b.uuid] = p.slot
+        return cursor
+
+    def _alias(self, plh: PLH, h: int, cacheable: bool) -> bool:
+        """A PLH hit under a name the shadow does not know (§6 #9). Faithful: nothing. Ideal:
+        the name joins the shadow and is published in the current run."""
+        s = self.registered.get(plh)
+        if self.q("plh_reuse_keeps_first_name") or s is None or h in s.names():
+            return False
+        s.aliases.append(h)
+        return True
+
+    # -- Deref
+    def process_deref(self, sig: G1Deref) -> str:
+        if not self.q("deref_releases_before_panic"):
+            need: dict[int, int] = {}
+            seen: set[str] = set()
+            for b in sig.blocks:
+                if isinstance(b, PartialBlock):
+                    if b.uuid not in self.active_partial or b.uuid in seen:
+                        raise KvbmPanic("Deref: partial block not in active pool", b.uuid)
+                    seen.add(b.uuid)
+                else:
+                    need[b.hash] = need.get(b.hash, 0) + 1
+                    e = self.active_full.get(b.hash)
+                    if e is None or e.refs < need[b.hash]:
+                        raise KvbmPanic("Deref: full block not in active pool", str(b.hash))
+        before = self.sub.available()
+        for b in sig.blocks:
+            if isinstance(b, PartialBlock):
+                slot = self.active_partial.pop(b.uuid, None)
+                if slot is None:
+                    raise KvbmPanic("Deref: partial block not in active pool", b.uuid)
+                self.sub.release_mutable(slot)
+            else:
+                e = self.active_full.get(b.hash)
+                if e is None:
+                    raise KvbmPanic("Deref: full block not in active pool", str(b.hash))
+                if e.refs == 1:
+                    del self.active_full[b.hash]
+                    self.sub.drop(e.plh)
+                else:
+                    e.refs -= 1
+        self.capacity_generation += max(0, self.sub.available() - before)
+        return "Ready(1)"
+
+    # -- Promote
+    def process_promote(self, sig: G1Promote) -> str:
+        slot = self.active_partial.get(sig.uuid)
+        if slot is None:
+            raise KvbmPanic("Promote: partial block not found", sig.uuid)
+        if sig.plh is None:
+            raise KvbmPanic("Promote: missing PLH", sig.uuid)
+        del self.active_partial[sig.uuid]
+        toks = None if sig.token_ids is None else list(sig.token_ids)
+        self._commit_full(sig.seq_hash, sig.plh, slot, sig.parent_hash, sig.local_hash, toks, sig.cacheable)
+        return "Ready(1)"
+
+    def _commit_full(
+        self,
+        h: int,
+        plh: PLH,
+        slot: int,
+        parent: int | None,
+        lh: int | None,
+        toks: list[int] | None,
+        cacheable: bool,
+    ) -> bool:
+        """``commit_active_full``: reuse an active entry or a PLH match (the candidate slot is
+        freed), else register; returns whether a fresh Stored is due (published here)."""
+        e = self.active_full.get(h)
+        if e is not None:
+            self.sub.release_mutable(slot)
+            e.refs += 1
+            return False
+        got = self.sub.match(plh)
+        if got is not None:
+            self.sub.release_mutable(slot)
+            self.active_full[h] = ActiveFull(got, plh, 1)
+            if self._alias(plh, h, cacheable) and not self._silent(cacheable):
+                self._publish(Stored(parent, (StoredBlock(h, lh or 0),)), None if toks is None else [toks])
+            return False
+        block = self.sub.register(slot, plh)
+        self.active_full[h] = ActiveFull(block, plh, 1)
+        if block != slot:
+            return False
+        self.registered[plh] = Shadow(h, block, parent, lh, toks, cacheable)
+        if not self._silent(cacheable):
+            self._publish(Stored(parent, (StoredBlock(h, lh or 0),)), None if toks is None else [toks])
+        return True
+
+    def process(self, sig: G1Signal, reservation: KvbmDecodeReservation | None = None) -> str:
+        if isinstance(sig, G1Use):
+            return self.process_use(sig, reservation)
+        if isinstance(sig, G1Deref):
+            return self.process_deref(sig)
+        if isinstance(sig, G1Promote):
+            return self.process_promote(sig)
+        raise InvalidInput(f"not a G1 MoveBlock: {sig!r}")
+
+    # -- decode reservations
+    def reserve_decode_blocks(self, n: int) -> KvbmDecodeReservation | None:
+        got = self.sub.allocate(n)
+        if got is None:
+            return None
+        self._publish_removed(got[1])
+        return KvbmDecodeReservation(list(got[0]))
+
+    def release_decode_reservation(self, res: KvbmDecodeReservation) -> None:
+        for s in res.slots:
+            self.sub.release_mutable(s)
+        res.slots = []
+
+    # -- destination reservations
+    def reserve_destination(self, lay: G1Use | None) -> KvbmDestination | None:
+        if lay is None:
+            return KvbmDestination(None, [], [])
+        saved = None if self.q("failed_use_reorders_inactive") else (self.sub.inactive.clone(), self.sub.tick)
+        pinned: list[tuple[int, PLH]] = []
+        k = 0
+        for b in lay.blocks:
+            if not isinstance(b, FullBlock):
+                break
+            plh = lay.plhs[k]
+            k += 1
+            e = self.active_full.get(b.hash)
+            if e is not None:
+                self.sub.primaries[e.plh][1] += 1
+                pinned.append((b.hash, e.plh))
+                continue
+            if self.sub.match(plh) is None:
+                break
+            pinned.append((b.hash, plh))
+        got = self.sub.allocate(len(lay.blocks) - len(pinned))
+        if got is None:
+            for _, plh in pinned:
+                self.sub.drop(plh)
+            if saved is not None:
+                self.sub.inactive, self.sub.tick = saved
+            return None
+        self._publish_removed(got[1])
+        return KvbmDestination(lay, pinned, list(got[0]))
+
+    def cancel_destination(self, res: KvbmDestination) -> None:
+        if not res.live:
+            return
+        res.live = False
+        for _, plh in res.pinned:
+            self.sub.drop(plh)
+        for s in res.unpublished:
+            self.sub.release_mutable(s)
+        res.pinned, res.unpublished = [], []
+
+    def activate_destination(self, res: KvbmDestination) -> None:
+        lay = res.layout
+        if lay is None or not res.live:
+            res.live = False
+            return
+        n = sum(1 for b in lay.blocks if isinstance(b, FullBlock))
+        if len(lay.plhs) != n:
+            raise KvbmPanic("destination PLH count must match full block count")
+        if lay.local_hashes and len(lay.local_hashes) != n:
+            raise KvbmPanic("destination local hashes must match full block count")
+        if lay.token_ids is not None and len(lay.token_ids) != n:
+            raise KvbmPanic("destination token ids must match full block count")
+        if len(res.pinned) > len(lay.blocks) or len(res.unpublished) != len(lay.blocks) - len(res.pinned):
+            raise KvbmPanic("destination reservation does not cover its layout")
+        for (h, _), b in zip(res.pinned, lay.blocks, strict=False):
+            if not isinstance(b, FullBlock) or b.hash != h:
+                raise KvbmPanic("destination pinned prefix does not match its layout")
+        res.live = False
+        cursor = None if not isinstance(lay.parent, FullBlock) else lay.parent.hash
+        slots = list(res.unpublished)
+        k = 0
+        run: list[tuple[int, int | None, list[int] | None]] = []
+        run_parent: int | None = None
+
+        def flush() -> None:
+            if run and not self._silent(lay.cacheable):
+                toks = None if lay.token_ids is None else [list(t or []) for _, _, t in run]
+                self._publish(Stored(run_parent, tuple(StoredBlock(h, lh or 0) for h, lh, _ in run)), toks)
+            run.clear()
+
+        for i, b in enumerate(lay.blocks):
+            if isinstance(b, FullBlock):
+                plh = lay.plhs[k]
+                lh = lay.local_hashes[k] if lay.local_hashes else None
+                toks = None if lay.token_ids is None else list(lay.token_ids[k])
+                k += 1
+                if i < len(res.pinned):
+                    flush()
+                    e = self.active_full.get(b.hash)
+                    pin_plh = res.pinned[i][1]
+                    if e is not None:
+                        e.refs += 1
+                        self.sub.drop(pin_plh)
+                    else:
+                        self.active_full[b.hash] = ActiveFull(self.sub.block_of(pin_plh) or 0, pin_plh, 1)
+                else:
+                    slot = slots.pop(0)
+                    e = self.active_full.get(b.hash)
+                    got = None if e is not None else self.sub.block_of(plh)
+                    if e is not None or got is not None or self.sub.inactive.contains(plh):
+                        flush()
+                        self._commit_full(b.hash, plh, slot, cursor, lh, toks, lay.cacheable)
+                    else:
+                        block = self.sub.register(slot, plh)
+                        self.active_full[b.hash] = ActiveFull(block, plh, 1)
+                        self.registered[plh] = Shadow(b.hash, block, cursor, lh, toks, lay.cacheable)
+                        if not run:
+                            run_parent = cursor
+                        run.append((b.hash, lh, toks))
+                cursor = b.hash
+            else:
+                self.active_partial[b.uuid] = slots.pop(0)
+        flush()
+        res.pinned, res.unpublished = [], []
+
+    # -- retry witness (offload) and metrics
+    def validate_retry_witness(self, attempted: int, retried: bool, witness: int, released: int) -> None:
+        """The offload retry witness: not yet retried, slots released, a newer generation, and
+        the current one (asserted in that order)."""
+        if retried:
+            raise KvbmPanic("G1 retry witness was already used")
+        if released == 0:
+            raise KvbmPanic("retry witness released zero G1 slots")
+        if witness <= attempted:
+            raise KvbmPanic("retry witness generation is not newer than attempted generation")
+        if witness != self.capacity_generation:
+            raise KvbmPanic("retry witness generation does not match the current capacity generation")
+
+    def reserved_slots(self) -> int:
+        """Mutable slots not held as partials: decode and destination reservations."""
+        return len(self.sub.mutable) - len(self.active_partial)
+
+    def num_active_blocks(self) -> int:
+        """Faithful (§6 #23): ``total − available``, reserved slots included. Ideal: blocks
+        held by requests (pinned primaries and partials)."""
+        n = self.max_capacity - self.sub.available()
+        if self.q("kvbm_active_counts_reservations"):
+            return n
+        return n - self.reserved_slots()
+
+    def num_active_block_refs(self) -> int:
+        return len(self.active_partial) + sum(e.refs for e in self.active_full.values())
+
+    def num_inactive_blocks(self) -> int:
+        return len(self.sub.inactive)
+
+    def inflight_immutable(self) -> int:
+        return len(self.sub.primaries)
+
+    def get_prefill_cost(
+        self, unique: Sequence[UniqueBlock], plhs: Sequence[PLH], num_tokens: int, caching: bool
+    ) -> dict[str, int]:
+        """Leading blocks active by hash (active reuse) or registered by PLH (inactive reuse)."""
+        overlap = active = 0
+        if caching:
+            k = 0
+            for b in unique:
+                if not isinstance(b, FullBlock):
+                    break
+                plh = plhs[k] if k < len(plhs) else None
+                k += 1
+                if b.hash in self.active_full:
+                    overlap += 1
+                    active += 1
+                elif plh is not None and plh in self.registered:
+                    overlap += 1
+                else:
+                    break
+        cached = min(overlap * self.block_size, num_tokens)
+        return {
+            "new_blocks": len(unique) - overlap,
+            "new_tokens": num_tokens - cached,
+            "cached_tokens": cached,
+            "active_cached_tokens": min(active * self.block_size, num_tokens),
+        }
+
+    def key(self) -> Any:
+        return (
+            self.sub.key(),
+            tuple(sorted(self.active_partial.items())),
+            tuple((h, e.block, e.plh, e.refs) for h, e in sorted(self.active_full.items())),
+            tuple(
+                (p, s.seq_hash, s.block_id, s.parent_hash, s.cacheable, tuple(s.aliases))
+                for p, s in sorted(self.registered.items(), key=repr)
+            ),
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "free": list(self.sub.free),
+            "inactive": [list(p) for p in self.sub.inactive.plhs()],
+            "active_partial": dict(sorted(self.active_partial.items())),
+            "active_full": {str(h): {"block": e.block, "refs": e.refs} for h, e in sorted(self.active_full.items())},
+            "registered": {
+                repr(p): {"seq_hash": s.seq_hash, "block_id": s.block_id, "parent_hash": s.parent_hash}
+                for p, s in sorted(self.registered.items(), key=lambda kv: repr(kv[0]))
+            },
+            "next_event_id": self.next_event_id,
+            "capacity_generation": self.capacity_generation,
+        }
