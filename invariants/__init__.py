@@ -6,6 +6,8 @@ from kvmodel.invariants.core import Invariant, StepContext, Violation, Witness
 from kvmodel.invariants.g1 import INVARIANTS as _G1
 from kvmodel.invariants.g1 import WITNESSES as _G1_W
 from kvmodel.invariants.kv_manager import INVARIANTS as _KV
+from kvmodel.invariants.kvbm import INVARIANTS as _KVBM
+from kvmodel.invariants.kvbm import WITNESSES as _KVBM_W
 from kvmodel.invariants.kv_manager import WITNESSES as _KV_W
 from kvmodel.invariants.lru import INVARIANTS_COUNTER as _LRU_C
 from kvmodel.invariants.lru import INVARIANTS_WALLCLOCK as _LRU_W
@@ -14,9 +16,9 @@ from kvmodel.invariants.lru import WITNESSES_WALLCLOCK as _LRU_W_W
 from kvmodel.invariants.registry import INVARIANTS as _REG
 from kvmodel.invariants.registry import WITNESSES as _REG_W
 
-ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV + _REG + _G1
+ALL: tuple[Invariant, ...] = _LRU_W + _LRU_C + _KV + _REG + _G1 + _KVBM
 REGISTRY: dict[tuple[str, str], Invariant] = {(i.component, i.name): i for i in ALL}
-WITNESSES: tuple[Witness, ...] = _LRU_W_W + _LRU_C_W + _KV_W + _REG_W + _G1_W
+WITNESSES: tuple[Witness, ...] = _LRU_W_W + _LRU_C_W + _KV_W + _REG_W + _G1_W + _KVBM_W
 
 
 def witnesses_for(component: str) -> tuple[Witness, ...]:

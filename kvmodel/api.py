@@ -72,6 +72,8 @@ def _space(component: str, space: Any | None) -> Any:
         return explorer.RegSpace()
     if component == "g1_native":
         return explorer.G1Space(owners=3, prompts=3, pushes=3, decode=2)
+    if component == "g1_kvbm":
+        return explorer.KvbmSpace(owners=3, prompts=5, pushes=2, decode=2)
     raise InvalidInput(f"no workload generator for {component!r}")
 
 

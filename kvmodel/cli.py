@@ -29,6 +29,7 @@ CHECK_COMPONENTS = (
     "kvbm_block_registry",
     "kv_router_radix_tree",
     "g1_native",
+    "g1_kvbm",
 )
 # Short names accepted wherever a component is named.
 ALIASES = {
@@ -37,17 +38,22 @@ ALIASES = {
     "kv": "kv_manager",
     "g1": "g1_native",
     "native": "g1_native",
+    "kvbm": "g1_kvbm",
 }
 # Which engines check which component: the state machines run on the three model-checking
 # engines; the radix tree is checked against the real one (differential conformance).
 ENGINE_COMPONENTS = {
-    "hypothesis": (*CHECK_COMPONENTS[:4], "g1_native"),
-    "explore": (*CHECK_COMPONENTS[:4], "g1_native"),
-    "z3": (*CHECK_COMPONENTS[:4], "g1_native"),
+    "hypothesis": (*CHECK_COMPONENTS[:4], "g1_native", "g1_kvbm"),
+    "explore": (*CHECK_COMPONENTS[:4], "g1_native", "g1_kvbm"),
+    "z3": (*CHECK_COMPONENTS[:4], "g1_native", "g1_kvbm"),
     "conform": ("kv_router_radix_tree", "g1_native"),
 }
 # The G1 world `kvmodel check` explores exhaustively (2,657 states, 3 s).
 CHECK_G1_SPACE: dict[str, Any] = {"owners": 2, "prompts": 2, "pushes": 1, "decode": 1}
+# The KVBM world `kvmodel check` explores exhaustively (capacity 2, PLH fragments modulo 2:
+# 648 states ideal, under a second each).
+CHECK_KVBM_SPACE: dict[str, Any] = {"owners": 1, "prompts": 5, "pushes": 0, "decode": 0}
+CHECK_KVBM_CONFIG: dict[str, Any] = {"max_capacity": 2}
 # The registry world `kvmodel check` explores exhaustively (seconds on 2 cores).
 CHECK_REGISTRY_SPACE: dict[str, Any] = {
     "hashes": 1,
@@ -222,6 +228,8 @@ def _explore_setup(comp: str) -> tuple[Any, dict[str, Any]]:
         return explorer.RegSpace(**CHECK_REGISTRY_SPACE), {}
     if comp == "g1_native":
         return explorer.G1Space(**CHECK_G1_SPACE), {}
+    if comp == "g1_kvbm":
+        return explorer.KvbmSpace(**CHECK_KVBM_SPACE), dict(CHECK_KVBM_CONFIG)
     # threshold 2: the lazy queue keeps stale entries between cleanups (with 1 it never does,
     # and a bug in skipping stale entries would be invisible)
     return explorer.LruSpace(comp, objects=2, max_queue=4), {"cleanup_threshold": 2}
@@ -543,6 +551,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
         cfg = {"cleanup_threshold": args.cleanup_threshold}
     elif args.component == "g1_native":
         space = explorer.G1Space(args.owners, args.prompts, args.pushes, args.decode)
+        cfg = {"max_capacity": args.capacity if args.capacity_given else 3}
+    elif args.component == "g1_kvbm":
+        space = explorer.KvbmSpace(args.owners, min(args.prompts, 5), args.pushes, args.decode)
         cfg = {"max_capacity": args.capacity if args.capacity_given else 3}
     else:
         raise UsageError(f"cannot explore {args.component!r} (known: {', '.join(CHECK_COMPONENTS)})")

@@ -569,8 +569,35 @@ class G1Machine(_Base):
         self._run_json(op, args)
 
 
+class KvbmMachine(_Base):
+    """The G1 facade with the KVBM backend, driven by request-level moves (the explorer's
+    :class:`~kvmodel.explorer.KvbmSpace`, wider: three requests, all five prompts, two decode
+    tokens each, decode reservations of two slots, capacity 3). One rule picks an enabled move."""
+
+    component = "g1_kvbm"
+    config: ClassVar[dict[str, Any]] = {"max_capacity": 3, "plh_fragments": 2}
+    merge_config: ClassVar[bool] = True  # the world's PLH fragments are part of the machine
+    quirks = frozenset()
+
+    def __init__(self) -> None:
+        from kvmodel.explorer import KvbmSpace
+
+        super().__init__()
+        self.space = KvbmSpace(owners=3, prompts=5, pushes=2, decode=2)
+        self.moves = self.space.moves()
+
+    @rule(pick=st.integers(0, 10_000))
+    def move(self, pick: int) -> None:
+        enabled = [m for m in self.moves if self.space.allows(self.system, m)]
+        if not enabled:
+            return
+        op, _, args = self.space.concrete(self.system, enabled[pick % len(enabled)])
+        self._run_json(op, args)
+
+
 MACHINES: dict[str, type[_Base]] = {
     "g1_native": G1Machine,
+    "g1_kvbm": KvbmMachine,
     "kv_manager": KvManagerMachine,
     "lru_evictor_wallclock": LruMachine,
     "lru_evictor_counter": LruMachine,
@@ -586,6 +613,8 @@ def machine_for(
 ) -> type[_Base]:
     """A fresh machine class bound to one configuration (class state is per class)."""
     base = MACHINES[component]
+    if getattr(base, "merge_config", False):
+        config = {**base.config, **(config or {})}
     sys_ = make_system(component, config or {}, quirks)  # validates config and quirks
     attrs_: dict[str, Any] = {
         "component": component,

@@ -252,8 +252,8 @@ _ALL += [
         "§6 #9",
         "Reuse is by PLH: a block registered as sequence hash 1 serves a Use of hash 2 with the same "
         "PLH without a Stored for 2, and its eviction is reported as Removed([1]) only: the router "
-        "never learns the name the requester uses.",
-        ("kvbm.active_names_announced",),
+        "never learns the name the requester uses (and a child Stored names a parent it never saw).",
+        ("kvbm.active_names_announced", "kvbm.stored_parent_announced"),
     ),
     Quirk(
         "events_for_uncached_sequences",
@@ -285,8 +285,15 @@ _ALL += [
         "§6 #24",
         "A Use listing one new partial UUID twice, or one sequence hash with two PLHs, panics in the "
         "commit loop with the earlier entries installed, the Stored run unpublished and the evicted "
-        "blocks' Removed never sent.",
-        ("kvbm.rejection_no_trace",),
+        "blocks' Removed never sent (their shadow entries stay, so a later Removed names a hash "
+        "the router never saw).",
+        (
+            "kvbm.active_names_announced",
+            "kvbm.refs_match_holders",
+            "kvbm.rejection_no_trace",
+            "kvbm.removed_only_announced",
+            "kvbm.shadow_matches_registry",
+        ),
     ),
     Quirk(
         "use_ready_counts_entries",

@@ -25,6 +25,8 @@ def _space(entry: dict[str, Any]) -> explorer.Space:
         return explorer.RegSpace(**entry["space"])
     if entry["component"] == "g1_native":
         return explorer.G1Space(**entry["space"])
+    if entry["component"] == "g1_kvbm":
+        return explorer.KvbmSpace(**entry["space"])
     return explorer.LruSpace(entry["component"], **entry["space"])
 
 
@@ -62,14 +64,15 @@ def test_manifest_covers_every_component_quirk_and_the_ideal_at_capacity_4_with_
         "lru_evictor_counter",
         "kvbm_block_registry",
         "g1_native",
+        "g1_kvbm",
     }
     big = next(e for e in MANIFEST["entries"] if e["name"] == "ideal-c4-b6")
     assert big["config"]["max_capacity"] == 4 and big["space"]["n_full"] == 6
     assert big["expect"]["verdict"] == "holds"
 
 
-# symmetry reduction exists for the KV manager, the LRUs and the registry; the G1 space has none
-SOUNDNESS = [e for e in FAST if e["expect"]["states_full"] <= 3000 and e["component"] != "g1_native"]
+# symmetry reduction exists for the KV manager, the LRUs and the registry; the G1 spaces have none
+SOUNDNESS = [e for e in FAST if e["expect"]["states_full"] <= 3000 and e["component"] not in ("g1_native", "g1_kvbm")]
 
 
 @pytest.mark.parametrize("entry", SOUNDNESS, ids=lambda e: e["name"])

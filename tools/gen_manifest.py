@@ -101,6 +101,16 @@ for name, sp, qs in G1_ENTRIES:
     ENTRIES.append({"name": name, "component": "g1_native", "config": {}, "space": sp, "quirks": qs})
 
 
+KVBM = {"owners": 1, "prompts": 5, "pushes": 0, "decode": 0}
+KVBM_ENTRIES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("kvbm-ideal", KVBM, []),
+    ("kvbm-ideal-2-owners", {**KVBM, "owners": 2}, []),
+]
+KVBM_ENTRIES += [(f"quirk-{q.name}-kvbm", KVBM, [q.name]) for q in quirks_of("g1_kvbm")]
+for name, sp, qs in KVBM_ENTRIES:
+    ENTRIES.append({"name": name, "component": "g1_kvbm", "config": {"max_capacity": 2}, "space": sp, "quirks": qs})
+
+
 def space_of(entry: dict[str, Any]) -> explorer.Space:
     comp = entry.get("component", "kv_manager")
     if comp == "kv_manager":
@@ -109,6 +119,8 @@ def space_of(entry: dict[str, Any]) -> explorer.Space:
         return explorer.RegSpace(**entry["space"])
     if comp == "g1_native":
         return explorer.G1Space(**entry["space"])
+    if comp == "g1_kvbm":
+        return explorer.KvbmSpace(**entry["space"])
     return explorer.LruSpace(comp, **entry["space"])
 
 
@@ -137,10 +149,11 @@ def run(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--only", "g1_native"]:  # add or refresh one component's entries
+    if sys.argv[1:2] == ["--only"] and len(sys.argv) == 3:  # add or refresh one component's entries
+        only = sys.argv[2]
         data = json.loads((ROOT / "specs" / "manifest.json").read_text())
-        keep = [e for e in data["entries"] if e.get("component") != "g1_native"]
-        data["entries"] = keep + [run(e) for e in ENTRIES if e.get("component") == "g1_native"]
+        keep = [e for e in data["entries"] if e.get("component") != only]
+        data["entries"] = keep + [run(e) for e in ENTRIES if e.get("component") == only]
         (ROOT / "specs" / "manifest.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
         return
     data = {

@@ -175,7 +175,11 @@ class LineageIndex:
         return [n.plh for n in self.nodes.values() if n.plh is not None]
 
     def key(self) -> Any:
-        return tuple(sorted((k, n.plh, n.block, n.tick, n.parent) for k, n in self.nodes.items()))
+        """Ticks by rank: only their order matters, so the key stays finite."""
+        rank = {t: r for r, t in enumerate(sorted(n.tick for n in self.nodes.values() if n.plh is not None))}
+        return tuple(
+            sorted((k, n.plh, n.block, rank.get(n.tick) if n.plh else None, n.parent) for k, n in self.nodes.items())
+        )
 
 
 class LruIndex:
@@ -504,9 +508,9 @@ class KvbmKvManager:
         hashes: list[int] = []
         for plh in evicted:
             s = self.registered.pop(plh, None)
-            if s is None or self._silent(s.cacheable):
+            if s is None:
                 continue
-            hashes.extend(s.names())
+            hashes.extend(([] if self._silent(s.cacheable) else [s.seq_hash]) + s.aliases)
         if hashes:
             self._publish(Removed(tuple(hashes)))
 
@@ -684,9 +688,13 @@ class KvbmKvManager:
                 if e is not None:  # the same hash with a second PLH, registered fresh
                     raise KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash))
                 self.active_full[b.hash] = ActiveFull(p.slot, plh, 1)
-                if plh in self.registered:
-                    raise KvbmPanic("registered block shadow already present", repr(plh))
+                stale = self.registered.get(plh)
                 self.registered[plh] = Shadow(b.hash, p.slot, cursor, lh, toks, cacheable)
+                if stale is not None:
+                    # A shadow left by an earlier panic (its eviction never reported): the
+                    # insert's is_none assertion fires after the handle moved into active_full.
+                    p.kind = "installed"
+                    raise KvbmPanic("registered block shadow already present", repr(plh))
                 append(b.hash, lh, toks)
             return b.hash
         if p.kind == "fresh_partial":
@@ -700,7 +708,7 @@ class KvbmKvManager:
         """A PLH hit under a name the shadow does not know (§6 #9). Faithful: nothing. Ideal:
         the name joins the shadow and is published in the current run."""
         s = self.registered.get(plh)
-        if self.q("plh_reuse_keeps_first_name") or s is None or h in s.names():
+        if self.q("plh_reuse_keeps_first_name") or s is None or h in s.names() or self._silent(cacheable):
             return False
         s.aliases.append(h)
         return True
@@ -883,14 +891,20 @@ class KvbmKvManager:
                 toks = None if lay.token_ids is None else list(lay.token_ids[k])
                 k += 1
                 if i < len(res.pinned):
-                    flush()
                     e = self.active_full.get(b.hash)
                     pin_plh = res.pinned[i][1]
                     if e is not None:
+                        flush()
                         e.refs += 1
                         self.sub.drop(pin_plh)
                     else:
                         self.active_full[b.hash] = ActiveFull(self.sub.block_of(pin_plh) or 0, pin_plh, 1)
+                        if self._alias(pin_plh, b.hash, lay.cacheable):
+                            if not run:
+                                run_parent = cursor
+                            run.append((b.hash, lh, toks))
+                        else:
+                            flush()
                 else:
                     slot = slots.pop(0)
                     e = self.active_full.get(b.hash)

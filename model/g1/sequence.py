@@ -138,12 +138,17 @@ class NewActiveSequence:
         *,
         name: str = "S",
         seed: int = 0,
+        plh_fragments: int = 0,
     ) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 0:
             raise InvalidInput(f"block_size must be a usize, got {block_size!r}")
         if block_size < 2:
             raise BlockSizeTooSmall(f"block_size = {block_size}")
         self.name, self.block_size, self.max_output_tokens = name, block_size, max_output_tokens
+        # PositionalLineageHash keeps 59/55/51-bit fragments of the current and parent hashes;
+        # ``plh_fragments > 0`` reduces them modulo that number so that small worlds reach the
+        # collisions (two sequence hashes sharing a PLH) the real width makes rare.
+        self.plh_fragments = plh_fragments
         self.caching = bool(enable_prefix_caching)
         self.emit_token_ids = bool(emit_token_ids) and self.caching
         self._rng = random.Random(f"{seed}:{name}")
@@ -182,10 +187,14 @@ class NewActiveSequence:
                 (lh,) = local_block_hashes(toks, self.block_size, DEFAULT_SALT)
                 sh = lh if parent is None else chain_hash(parent, lh, DEFAULT_SALT)
                 self.local_hashes.append(lh)
-                self.plhs.append((sh, parent, i))
+                plh: PLH = (sh, parent, i)
             else:
                 sh = self._rng.getrandbits(64)
-                self.plhs.append((self._rng.getrandbits(64), None, i))
+                plh = (self._rng.getrandbits(64), None, i)
+            if self.plh_fragments:
+                f = self.plh_fragments
+                plh = (plh[0] % f, None if plh[1] is None else plh[1] % f, i)
+            self.plhs.append(plh)
             self.seq_hashes.append(sh)
 
     def _fresh_partial(self) -> PartialBlock:
