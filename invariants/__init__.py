@@ -6,9 +6,9 @@ from kvmodel.invariants.core import Invariant, StepContext, Violation, Witness
 from kvmodel.invariants.g1 import INVARIANTS as _G1
 from kvmodel.invariants.g1 import WITNESSES as _G1_W
 from kvmodel.invariants.kv_manager import INVARIANTS as _KV
+from kvmodel.invariants.kv_manager import WITNESSES as _KV_W
 from kvmodel.invariants.kvbm import INVARIANTS as _KVBM
 from kvmodel.invariants.kvbm import WITNESSES as _KVBM_W
-from kvmodel.invariants.kv_manager import WITNESSES as _KV_W
 from kvmodel.invariants.lru import INVARIANTS_COUNTER as _LRU_C
 from kvmodel.invariants.lru import INVARIANTS_WALLCLOCK as _LRU_W
 from kvmodel.invariants.lru import WITNESSES_COUNTER as _LRU_C_W

@@ -828,7 +828,7 @@ class KvbmSpace(_NoSymmetry):
             # again would only grow its reference count without bound
             m = s.model.kvbm
             return s.BAD_HASH not in m.active_full and "bad" not in m.active_partial
-        o = move[1] if len(move) > 1 else None
+        o: int = move[1] if len(move) > 1 else -1
         seq = s.seqs.get(o)
         held = s.holdings.get(o) or []
         if kind in ("new_request", "reserve_destination"):
