@@ -265,6 +265,44 @@ def _ready_new(ctx: StepContext) -> str | None:
     return None
 
 
+def _primaries_held(ctx: StepContext) -> str | None:
+    m = _kv(ctx)
+    pins: Counter[Any] = ctx.pre.get("dest_pins", Counter())
+    held: Counter[Any] = Counter(e.plh for e in m.active_full.values())
+    for plh, (block, handles) in sorted(m.sub.primaries.items(), key=repr):
+        if handles != held[plh] + pins[plh]:
+            return f"primary {plh} (block {block}) has {handles} handles, held {held[plh]}x, pinned {pins[plh]}x"
+    if hasattr(m.sub.inactive, "nodes"):
+        ticks = [n.tick for n in m.sub.inactive.nodes.values() if n.plh is not None]
+        if len(set(ticks)) != len(ticks) or any(t >= m.sub.tick for t in ticks):
+            return f"inactive ticks {sorted(ticks)} are not distinct or not below the clock {m.sub.tick}"
+    return None
+
+
+def _announced_exact(ctx: StepContext) -> str | None:
+    m = _kv(ctx)
+    want: Counter[int] = Counter()
+    for s in m.registered.values():
+        for h in ([] if m._silent(s.cacheable) else [s.seq_hash]) + s.aliases:
+            want[h] += 1
+    have = +ctx.monitor.announced
+    if have != want:
+        return (
+            f"announced {dict(sorted(have.items()))}, published names of registered blocks {dict(sorted(want.items()))}"
+        )
+    return None
+
+
+def _active_named(ctx: StepContext) -> str | None:
+    m = _kv(ctx)
+    uncached = ctx.pre.get("uncached", set())
+    for h, e in sorted(m.active_full.items()):
+        sh = m.registered.get(e.plh)
+        if h not in uncached and (sh is None or h not in sh.names()):
+            return f"active block {h} (PLH {e.plh}) is not a name of its PLH's shadow"
+    return None
+
+
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "kvbm.slot_conservation",
@@ -389,6 +427,31 @@ INVARIANTS: tuple[Invariant, ...] = (
         "step",
         "A rejected operation (a panic) changes nothing and publishes nothing.",
         _rejection,
+    ),
+    Invariant(
+        "kvbm.primaries_held",
+        C,
+        "state",
+        "Lemma: every primary's handles are exactly the active_full entries and destination pins on its "
+        "PLH, and inactive ticks are distinct and older than the clock.",
+        _primaries_held,
+        lemma=True,
+    ),
+    Invariant(
+        "kvbm.announced_exact",
+        C,
+        "stream",
+        "Lemma: the router's view is exactly the published names of the registered blocks, each announced once.",
+        _announced_exact,
+        lemma=True,
+    ),
+    Invariant(
+        "kvbm.active_named",
+        C,
+        "state",
+        "Lemma: every active block of a caching sequence is a name of its PLH's shadow entry.",
+        _active_named,
+        lemma=True,
     ),
     Invariant(
         "kvbm.use_reports_new_blocks",

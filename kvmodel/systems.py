@@ -1009,6 +1009,7 @@ class G1KvbmSystem(System):
         self.monitor.observe(out.events, self.uncached)
         pre["holdings"] = self.holdings
         pre["uncached"] = self.uncached
+        pre["dest_pins"] = Counter(plh for r in self.dest.values() if r.live for _, plh in r.pinned)
         ctx = StepContext(self.model, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, pre)
         out.violations = check_all(self.component, ctx)
         out.ctx = ctx

@@ -253,7 +253,7 @@ _ALL += [
         "Reuse is by PLH: a block registered as sequence hash 1 serves a Use of hash 2 with the same "
         "PLH without a Stored for 2, and its eviction is reported as Removed([1]) only: the router "
         "never learns the name the requester uses (and a child Stored names a parent it never saw).",
-        ("kvbm.active_names_announced", "kvbm.stored_parent_announced"),
+        ("kvbm.active_named", "kvbm.active_names_announced", "kvbm.stored_parent_announced"),
     ),
     Quirk(
         "events_for_uncached_sequences",
@@ -289,6 +289,7 @@ _ALL += [
         "the router never saw).",
         (
             "kvbm.active_names_announced",
+            "kvbm.announced_exact",
             "kvbm.refs_match_holders",
             "kvbm.rejection_no_trace",
             "kvbm.removed_only_announced",

@@ -61,8 +61,15 @@ def _g1(config: dict[str, Any], quirks: Iterable[str]) -> Spec:
     return make_spec(config, quirks)
 
 
+def _kvbm(config: dict[str, Any], quirks: Iterable[str]) -> Spec:
+    from kvmodel.specs.kvbm import make_spec
+
+    return make_spec(config, quirks)
+
+
 SPECS: dict[str, Callable[[dict[str, Any], Iterable[str]], Spec]] = {
     "g1_native": _g1,
+    "g1_kvbm": _kvbm,
     "kvbm_block_registry": _registry,
     "kv_manager": _kv,
     "lru_evictor_wallclock": _lru("lru_evictor_wallclock"),
@@ -85,6 +92,8 @@ def universe_of(component: str, config: dict[str, Any], space: dict[str, Any]) -
         return out
     if component == "g1_native":
         return {**space, **({"capacity": config["max_capacity"]} if "max_capacity" in config else {})}
+    if component == "g1_kvbm":
+        return {"owners": space.get("owners", 2), "capacity": config.get("max_capacity", 2)}
     return {"objects": space["objects"], "max_queue": space["max_queue"], **config}
 
 

@@ -191,7 +191,7 @@ def test_prove_lru_ideal_needs_its_lemmas(component: str) -> None:
 def test_spec_lemmas_are_in_the_catalogue() -> None:
     from kvmodel.invariants import for_component
 
-    for comp in ("kv_manager", *LRUS, "kvbm_block_registry", "g1_native"):
+    for comp in ("kv_manager", *LRUS, "kvbm_block_registry", "g1_native", "g1_kvbm"):
         spec = make_spec(comp, {})
         cat = {i.name: i for i in for_component(comp)}
         for p in spec.ts.properties:
