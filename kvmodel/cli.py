@@ -656,6 +656,16 @@ def _spec_config(args: argparse.Namespace) -> dict[str, Any]:
         keys = {"objects": "objects", "max_queue": "max_queue", "cleanup_threshold": "cleanup_threshold"}
     elif args.component == "lru_evictor_counter":
         keys = {"objects": "objects"}
+    elif args.component == "g1_native":
+        keys = {
+            "owners": "owners",
+            "prompts": "prompts",
+            "pushes": "pushes",
+            "decode": "decode",
+            "capacity": "capacity",
+        }
+    elif args.component == "g1_kvbm":
+        keys = {"owners": "owners", "prompts": "prompts", "capacity": "capacity"}
     else:
         from kvmodel.specs import SPECS
 
@@ -677,6 +687,10 @@ def _spec_quirks(args: argparse.Namespace, default_faithful: bool) -> frozenset[
             names |= set(QUIRKS[n].requires)
         return frozenset(names)
     if args.faithful or (default_faithful and not args.ideal):
+        if args.component == "g1_kvbm":  # the spec's single-block world reaches four of the quirks
+            from kvmodel.specs.kvbm import MODELLED
+
+            return faithful(args.component) & MODELLED
         return faithful(args.component)
     return frozenset()
 
@@ -1106,6 +1120,10 @@ def build_parser() -> argparse.ArgumentParser:
         z.add_argument("--arcs", type=int, help="registry: caller Arc slots (default 0)")
         z.add_argument("--publishers", type=int, help="registry: publisher slots (default 2)")
         z.add_argument("--max-pending", type=int, help="registry: undrained drops per registry (default 1)")
+        z.add_argument("--owners", type=int, help="g1/kvbm: requests (default 2)")
+        z.add_argument("--prompts", type=int, help="g1/kvbm: prompts (default 2 / 4)")
+        z.add_argument("--pushes", type=int, help="g1: decode tokens per request (default 1)")
+        z.add_argument("--decode", type=int, help="g1: decode reservation slots (default 1)")
         zg = z.add_mutually_exclusive_group()
         zg.add_argument("--faithful", action="store_true", help="all quirks on")
         zg.add_argument("--ideal", action="store_true", help="no quirks")

@@ -1,0 +1,272 @@
+"""The G1 manager with the KVBM backend (issue 8): the kvbm-logical substrate's properties, the
+vectors and what breaks them, the facade's default, the request-level machine, and Z3."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvmodel import machines, vectors
+from kvmodel.model.blocks import FullBlock, PartialBlock
+from kvmodel.model.errors import ModelError, NativePanic
+from kvmodel.model.g1.facade import G1Manager
+from kvmodel.model.g1.kvbm import KvbmKvManager, LineageIndex, LruIndex, Substrate
+from kvmodel.model.g1.sequence import G1Deref, G1Use, NewActiveSequence
+from kvmodel.model.quirks import faithful, quirks_of
+
+from .conftest import VECTORS, require
+
+C = "g1_kvbm"
+
+
+def _kvbm_vectors() -> list[dict[str, Any]]:
+    require(VECTORS.exists(), f"the shared vectors file is not at {VECTORS}")
+    data = json.loads(VECTORS.read_text())
+    return [v for v in data["vectors"] if v["component"] == "kvbm_backend"]
+
+
+# ----------------------------------------------------------------------------- the substrate
+
+
+@given(ops=st.lists(st.tuples(st.sampled_from(["insert", "take", "evict"]), st.integers(0, 5)), max_size=40))
+def test_lineage_of_roots_is_lru(ops: list[tuple[str, int]]) -> None:
+    """With root PLHs only (no lineage), the Lineage index evicts in insertion order, as Lru does."""
+    lin, lru = LineageIndex(), LruIndex()
+    tick = 0
+    for op, k in ops:
+        plh = (k, None, 0)
+        if op == "insert" and not lru.contains(plh):
+            lin.insert(plh, k, tick)
+            lru.insert(plh, k, tick)
+            tick += 1
+        elif op == "take":
+            assert lin.take(plh) == lru.take(plh)
+        elif op == "evict":
+            assert lin.evict() == lru.evict()
+        assert len(lin) == len(lru) and sorted(lin.plhs()) == sorted(lru.plhs())
+
+
+@given(depth=st.integers(1, 5), order=st.permutations(range(5)))
+def test_lineage_evicts_leaves_only_and_prunes_ghosts(depth: int, order: list[int]) -> None:
+    """A chain inserted in any order is evicted leaf first; nothing is left behind, ghosts included."""
+    chain = [(10 + i, None if i == 0 else 10 + i - 1, i) for i in range(depth)]
+    lin = LineageIndex()
+    for t, i in enumerate(k for k in order if k < depth):
+        lin.insert(chain[i], i, t)
+    out = []
+    while (got := lin.evict()) is not None:
+        out.append(got[0][2])
+    assert out == list(reversed(range(depth)))
+    assert lin.nodes == {} and len(lin) == 0
+
+
+@given(n=st.integers(1, 6), ask=st.integers(0, 8))
+def test_allocation_is_all_or_nothing_and_fifo(n: int, ask: int) -> None:
+    s = Substrate(n)
+    got = s.allocate(ask)
+    if ask > n:
+        assert got is None and list(s.free) == list(range(n))
+    else:
+        assert got is not None and got[0] == list(range(ask))
+        for b in got[0]:
+            s.release_mutable(b)
+        assert list(s.free) == [*range(ask, n), *range(ask)]  # released to the back
+
+
+def test_reject_policy_dedups_onto_the_canonical_block_and_resurrects() -> None:
+    s = Substrate(3)
+    (a, b), _ = s.allocate(2)  # type: ignore[misc]
+    plh = (1, None, 0)
+    assert s.register(a, plh) == a
+    assert s.register(b, plh) == a and s.dedup == 1 and list(s.free) == [2, b]
+    s.drop(plh)
+    s.drop(plh)
+    assert len(s.inactive) == 1
+    ((c,), _) = s.allocate(1)  # type: ignore[misc]
+    assert s.register(c, plh) == a and len(s.inactive) == 0  # an inactive match is resurrected
+
+
+# ----------------------------------------------------------------------------- vectors
+
+
+def test_every_kvbm_vector_passes() -> None:
+    vs = _kvbm_vectors()
+    assert len(vs) >= 25
+    bad = [r.line() for r in map(vectors.run_vector, vs) if r.status != "PASS"]
+    assert bad == []
+
+
+def _perturbed(v: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for i, step in enumerate(v["steps"]):
+        exp = step.get("expect") or {}
+        for k, val in exp.items():
+            if isinstance(val, int) and not isinstance(val, bool):
+                bad = json.loads(json.dumps(v))
+                bad["steps"][i]["expect"][k] = val + 1
+                out.append(bad)
+                break
+    return out
+
+
+def test_perturbed_kvbm_expectations_fail() -> None:
+    n = 0
+    for v in _kvbm_vectors():
+        for bad in _perturbed(v):
+            assert vectors.run_vector(bad).status == "FAIL", v["name"]
+            n += 1
+    assert n >= 20
+
+
+@pytest.mark.parametrize(
+    "quirk,vector",
+    [
+        ("stored_before_removed", "test_block_lifecycle_stringent"),
+        ("use_ready_counts_entries", "test_duplicate_use_bumps_refcount"),
+        ("use_ready_counts_entries", "all_active_multi_block_use_only_retains_logical_owners"),
+    ],
+)
+def test_an_ideal_model_fails_the_vector_its_quirk_shapes(
+    monkeypatch: pytest.MonkeyPatch, quirk: str, vector: str
+) -> None:
+    """The vectors pin the faithful behaviour: with the quirk off, the vector's expectation fails."""
+    from kvmodel import vectors_g1
+
+    v = next(v for v in _kvbm_vectors() if v["name"] == vector)
+    assert vectors.run_vector(v).status == "PASS"
+    monkeypatch.setattr(vectors_g1, "faithful", lambda c: faithful(c) - {quirk})
+    r = vectors.run_vector(v)
+    assert r.status == "FAIL", r.line()
+
+
+# ----------------------------------------------------------------------------- facade and model
+
+
+def test_the_facade_defaults_to_kvbm_and_rejects_foreign_reservations() -> None:
+    g = G1Manager(4, 2)
+    assert g.backend == "kvbm" and g.kvbm is not None
+    n = G1Manager(4, 2, backend="native")
+    r = n.reserve_decode_blocks(1)
+    with pytest.raises(NativePanic, match="different G1 backend"):
+        g.release_decode_reservation(r)
+    with pytest.raises(ModelError):
+        G1Manager(4, 2, backend="vllm")
+
+
+def test_caching_off_sequence_rehits_its_own_blocks_and_is_published_faithfully() -> None:
+    """§2.6: random PLHs are stable, so a preempted request re-hits its own inactive blocks; the
+    faithful backend publishes them (§6 #13), the ideal one does not."""
+    for quirks, n_events in ((faithful(C), 1), ((), 0)):
+        m = KvbmKvManager(4, 2, quirks=quirks)
+        s = NewActiveSequence([1, 2, 3, 4], 4, 2, enable_prefix_caching=False, name="x")
+        sig = s.take_creation_signal()
+        assert sig is not None and m.process(sig).startswith("Ready")
+        for d in s.reset_with_signal():
+            m.process(d)
+        again = s.prepare_allocation(4)
+        assert again is not None and m.process(again).startswith("Ready")
+        assert m.num_inactive_blocks() == 0 and m.sub.dedup == 0  # both blocks re-hit
+        assert len(m.drain_events()) == n_events
+
+
+def test_deref_mid_list_panic_keeps_the_released_prefix_faithfully() -> None:
+    for quirks, refs_after in ((faithful(C), 0), ((), 1)):
+        m = KvbmKvManager(4, 2, quirks=quirks)
+        m.process(G1Use((FullBlock(1),), (), ((1, None, 0),)))
+        with pytest.raises(NativePanic, match="full block not in active pool"):
+            m.process(G1Deref((FullBlock(1), FullBlock(2))))
+        assert m.num_active_block_refs() == refs_after
+
+
+def test_partial_named_twice_in_one_use() -> None:
+    for quirks in (faithful(C), ()):
+        m = KvbmKvManager(4, 2, quirks=quirks)
+        with pytest.raises(NativePanic, match="fresh Use replaced active partial block"):
+            m.process(G1Use((PartialBlock("u"), PartialBlock("u"))))
+        assert (len(m.active_partial) == 1) == bool(quirks)  # §6 #24: the first one stays installed
+
+
+# ----------------------------------------------------------------------------- machine, explorer
+
+
+def test_ideal_kvbm_machine_runs_clean() -> None:
+    r = machines.run(C, mode="ideal", seed=0, max_examples=150, steps=40)
+    assert r.violation is None and r.error is None and r.steps > 2000
+
+
+@pytest.mark.parametrize("quirk", quirks_of(C), ids=lambda q: q.name)
+def test_each_kvbm_quirk_is_found_by_hypothesis(quirk: Any) -> None:
+    r = machines.run(C, quirks=(quirk.name,), seed=0, max_examples=1000, steps=30, target=quirk.breaks)
+    assert r.violation is not None and r.violation["invariant"] in quirk.breaks
+    assert r.trace is not None and len(r.trace["steps"]) <= 10
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16))
+def test_random_kvbm_runs_replay_deterministically(seed: int) -> None:
+    """A random run of the request-level world, recorded as a trace, replays to the same bytes."""
+    import random
+
+    from kvmodel import traces
+    from kvmodel.explorer import KvbmSpace
+
+    sp = KvbmSpace(owners=2, prompts=5, pushes=2, decode=1)
+    s = sp.system({}, ())
+    rng = random.Random(seed)
+    ops = []
+    for _ in range(25):
+        en = [m for m in sp.moves() if sp.allows(s, m)]
+        op, dec, args = sp.concrete(s, rng.choice(en))
+        s.apply(op, dec)
+        ops.append((op, args))
+    t = traces.record(C, {"max_capacity": 3, "plh_fragments": 2}, [], ops, origin={"engine": "test"})
+    assert t["violation"] is None
+    again = traces.record(C, {"max_capacity": 3, "plh_fragments": 2}, [], ops, origin={"engine": "test"})
+    assert json.dumps(again, sort_keys=True) == json.dumps(t, sort_keys=True)
+    rep = traces.replay(t)
+    assert rep.divergence is None and rep.violation is None and rep.steps_run == len(ops)
+
+
+# ----------------------------------------------------------------------------- Z3
+
+
+def test_kvbm_spec_proves_every_invariant_and_needs_its_lemmas() -> None:
+    from kvmodel.specs import make_spec, runner
+    from kvmodel.specs.engine import k_induction
+
+    rep = runner.prove(C, {}, (), max_k=1)
+    assert rep["all_proved"] and len(rep["invariants"]) == 13
+    spec = make_spec(C, {})
+    spec.ts.properties = tuple(p for p in spec.ts.properties if not p.lemma)
+    res = {r.name: r.status for r in k_induction(spec.ts, max_k=1)}
+    assert "cti" in res.values()
+
+
+@pytest.mark.parametrize(
+    "quirk",
+    [
+        "plh_reuse_keeps_first_name",
+        "events_for_uncached_sequences",
+        "stored_before_removed",
+        "use_ready_counts_entries",
+    ],
+)
+def test_kvbm_bmc_finds_the_quirk_and_its_trace_replays(quirk: str) -> None:
+    from kvmodel.model.quirks import QUIRKS
+    from kvmodel.specs import make_spec, runner
+
+    props = {p.name for p in make_spec(C, {"owners": 1, "capacity": 1}).ts.properties}
+    want = [b for b in QUIRKS[quirk].breaks if b in props]
+    rep = runner.run_bmc(C, 5, {"owners": 1, "capacity": 1}, (quirk,), induction=False, properties=want)
+    assert all(r["status"] == "violated" and r.get("replayed") for r in rep["invariants"]), rep["invariants"]
+
+
+def test_kvbm_spec_refuses_quirks_it_does_not_model() -> None:
+    from kvmodel.specs import make_spec
+
+    with pytest.raises(ModelError, match="does not model"):
+        make_spec(C, {}, ("active_partial_use_noop",))
