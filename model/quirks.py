@@ -309,7 +309,7 @@ _ALL += [
         "g1_kvbm",
         "§2.4.3 (Deref)",
         "A Deref naming a block that is not active panics there, with the blocks listed before it already released.",
-        ("kvbm.rejection_no_trace",),
+        ("kvbm.refs_match_holders", "kvbm.rejection_no_trace"),
     ),
 ]
 
