@@ -51,10 +51,10 @@ def versus_peer(component: str, n: int = 1000) -> dict[str, Any]:
     }
 
 
-def finding(component: str, space: Any) -> list[dict[str, Any]]:
+def finding(component: str, space: Any, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     rows = []
     for q in quirks_of(component):
-        bfs = explorer.explore({}, (q.name,), space)
+        bfs = explorer.explore(config or {}, (q.name,), space)
         per_seed = []
         for seed in range(5):
             r = machines.run(component, quirks=(q.name,), target=q.breaks, max_examples=3000, seed=seed)

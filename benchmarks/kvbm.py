@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,45 +22,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from component_bench import exploring, versus_peer
+from component_bench import exploring, finding, versus_peer
 
-from kvmodel import __version__, explorer, machines
-from kvmodel.model.quirks import QUIRKS, quirks_of
+from kvmodel import __version__, explorer
+from kvmodel.model.quirks import QUIRKS
 
 ROOT = Path(__file__).resolve().parents[1]
 C = "g1_kvbm"
 CHECK_SPACE = {"owners": 1, "prompts": 5, "pushes": 0, "decode": 0}
 CHECK_CONFIG = {"max_capacity": 2}
-
-
-def finding() -> list[dict[str, Any]]:
-    rows = []
-    space = explorer.KvbmSpace(**CHECK_SPACE)
-    for q in quirks_of(C):
-        bfs = explorer.explore(CHECK_CONFIG, (q.name,), space)
-        per_seed = []
-        for seed in range(5):
-            r = machines.run(C, quirks=(q.name,), target=q.breaks, max_examples=3000, seed=seed)
-            assert r.trace is not None and r.violation is not None, (q.name, seed)
-            inv = r.violation["invariant"]
-            per_seed.append(
-                {
-                    "seed": seed,
-                    "seconds": round(r.seconds, 3),
-                    "invariant": inv,
-                    "steps": len(r.trace["steps"]),
-                    "bfs_minimum_check_world": bfs.violations[inv]["depth"],
-                }
-            )
-        row = {
-            "quirk": q.name,
-            "median_seconds": round(statistics.median(x["seconds"] for x in per_seed), 3),
-            "max_steps": max(x["steps"] for x in per_seed),
-            "seeds": per_seed,
-        }
-        rows.append(row)
-        print(f"  {q.name:<38} median {row['median_seconds']:.2f}s, longest trace {row['max_steps']} steps")
-    return rows
 
 
 def z3_engine() -> dict[str, Any]:
@@ -116,7 +85,7 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "hypothesis": versus_peer(C),
-        "time_to_find": finding(),
+        "time_to_find": finding(C, explorer.KvbmSpace(**CHECK_SPACE), CHECK_CONFIG),
         "explore": exploring(C, lambda sp: explorer.KvbmSpace(**sp)),
         "z3": z3_engine(),
     }

@@ -569,10 +569,10 @@ class G1Machine(_Base):
         self._run_json(op, args)
 
 
-class KvbmMachine(_Base):
+class KvbmMachine(G1Machine):
     """The G1 facade with the KVBM backend, driven by request-level moves (the explorer's
     :class:`~kvmodel.explorer.KvbmSpace`, wider: three requests, all five prompts, two decode
-    tokens each, decode reservations of two slots, capacity 3). One rule picks an enabled move."""
+    tokens each, decode reservations of two slots, capacity 3); the same rule as the native one."""
 
     component = "g1_kvbm"
     config: ClassVar[dict[str, Any]] = {"max_capacity": 3, "plh_fragments": 2}
@@ -582,17 +582,9 @@ class KvbmMachine(_Base):
     def __init__(self) -> None:
         from kvmodel.explorer import KvbmSpace
 
-        super().__init__()
-        self.space = KvbmSpace(owners=3, prompts=5, pushes=2, decode=2)
+        _Base.__init__(self)
+        self.space = KvbmSpace(owners=3, prompts=5, pushes=2, decode=2)  # type: ignore[assignment]
         self.moves = self.space.moves()
-
-    @rule(pick=st.integers(0, 10_000))
-    def move(self, pick: int) -> None:
-        enabled = [m for m in self.moves if self.space.allows(self.system, m)]
-        if not enabled:
-            return
-        op, _, args = self.space.concrete(self.system, enabled[pick % len(enabled)])
-        self._run_json(op, args)
 
 
 MACHINES: dict[str, type[_Base]] = {
