@@ -687,7 +687,7 @@ def _spec_quirks(args: argparse.Namespace, default_faithful: bool) -> frozenset[
             names |= set(QUIRKS[n].requires)
         return frozenset(names)
     if args.faithful or (default_faithful and not args.ideal):
-        if args.component == "g1_kvbm":  # the spec's single-block world reaches four of the quirks
+        if args.component == "g1_kvbm":  # the spec's single-block world reaches five of the quirks
             from kvmodel.specs.kvbm import MODELLED
 
             return faithful(args.component) & MODELLED

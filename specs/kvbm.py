@@ -5,7 +5,8 @@ The world: ``owners`` requests, each started from one of ``prompts`` one-block p
 reduced modulo 2, a caching-disabled block with random hashes, a block with the other PLH),
 a pool of ``capacity`` slots. Operations are the system's request-level moves:
 ``new_request.o.p``, ``allocate.o`` (the Use of the prompt's block), ``resend.o`` (the same
-Use again: a second logical holder) and ``free.o`` (the Deref of what it holds).
+Use again: a second logical holder), ``free.o`` (the Deref of what it holds), and a one-slot
+decode reservation (``reserve_decode``, ``release_decode``).
 
 Hashes and PLHs are computed from the real sequences (``plh_fragments`` 2), so a trace of
 the spec replays on :class:`~kvmodel.systems.G1KvbmSystem` with the same configuration.
@@ -18,9 +19,9 @@ observations (stream faults, the Use's result and newly taken slots). With a sin
 Use the Lineage index is plain LRU by tick.
 
 Quirks modelled: ``plh_reuse_keeps_first_name`` (§6 #9), ``events_for_uncached_sequences``
-(§6 #13), ``stored_before_removed`` (§6 #14), ``use_ready_counts_entries`` (§6 #25). The others
-need partials, reservations, multi-block Uses or malformed input, which this world leaves to
-the explorer and Hypothesis.
+(§6 #13), ``stored_before_removed`` (§6 #14), ``kvbm_active_counts_reservations`` (§6 #23, with
+a one-slot decode reservation), ``use_ready_counts_entries`` (§6 #25). The others need partials,
+multi-block Uses or malformed input, which this world leaves to the explorer and Hypothesis.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ SPEC_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
 )
 FRAGMENTS = 2
 MODELLED = frozenset(
-    {"plh_reuse_keeps_first_name", "events_for_uncached_sequences", "stored_before_removed", "use_ready_counts_entries"}
+    {
+        "plh_reuse_keeps_first_name",
+        "events_for_uncached_sequences",
+        "stored_before_removed",
+        "use_ready_counts_entries",
+        "kvbm_active_counts_reservations",
+    }
 )
 
 
@@ -110,6 +117,10 @@ class KvbmSpec:
         if kind == "new_request":
             toks, caching = SPEC_PROMPTS[int(rest[1])]
             return kind, {"owner": int(rest[0]), "tokens": list(toks), "caching": caching}
+        if kind == "reserve_decode":
+            return kind, {"count": 1}
+        if kind == "release_decode":
+            return kind, {}
         return kind, {"owner": int(rest[0])}
 
     def within_bounds(self, system: Any, op: str) -> bool:
@@ -131,7 +142,7 @@ class KvbmSpec:
 
     # ------------------------------------------------------------------ system
     def variables(self) -> tuple[tuple[str, Any], ...]:
-        v: list[tuple[str, Any]] = [("nfree", "int"), ("T", "nat")]
+        v: list[tuple[str, Any]] = [("nfree", "int"), ("T", "nat"), ("rs", "int")]
         for j in range(self.J):
             v += [(f"st{j}", "int"), (f"tk{j}", "nat")]
         for h in range(self.H):
@@ -149,7 +160,14 @@ class KvbmSpec:
         return tuple(v)
 
     def _init(self, s: State) -> Any:
-        c = [s["nfree"] == self.u.capacity, s["T"] == 0, z3.Not(s["f_rb"]), z3.Not(s["f_unc"]), z3.Not(s["f_ru"])]
+        c = [
+            s["nfree"] == self.u.capacity,
+            s["T"] == 0,
+            s["rs"] == 0,
+            z3.Not(s["f_rb"]),
+            z3.Not(s["f_unc"]),
+            z3.Not(s["f_ru"]),
+        ]
         c += [z3.Not(s["use"]), s["ready"] == 0, s["fresh"] == 0]
         c += [s[f"st{j}"] == 0 for j in range(self.J)] + [s[f"tk{j}"] == 0 for j in range(self.J)]
         for h in range(self.H):
@@ -280,8 +298,55 @@ class KvbmSpec:
 
         return Operation(f"free.{o}.{p}", (), eff)
 
+    def _oldest(self, s: State, among: list[int]) -> dict[int, Any]:
+        """Per inactive PLH: whether it is the oldest (ticks are distinct among inactive ones)."""
+        return {
+            k: z3.And(s[f"st{k}"] == 2, *[z3.Or(s[f"st{m}"] != 2, s[f"tk{k}"] < s[f"tk{m}"]) for m in among if m != k])
+            for k in among
+        }
+
+    def _reserve_decode(self) -> Operation:
+        """``reserve_decode_blocks(1)``: a free slot, else the oldest inactive block evicted (its
+        Removed published at once), else CapacityExhausted with nothing changed."""
+
+        def eff(s: State, _: State) -> Any:
+            post: dict[str, Any] = self._clear_obs()
+            J = list(range(self.J))
+            n_inactive = z3.Sum([z3.If(s[f"st{k}"] == 2, 1, 0) for k in J])
+            ok = z3.Or(s["nfree"] > 0, n_inactive > 0)
+            evict = z3.And(s["nfree"] == 0, n_inactive > 0)
+            oldest = self._oldest(s, J)
+            post["rs"] = z3.If(ok, 1, 0)
+            post["nfree"] = z3.If(s["nfree"] > 0, s["nfree"] - 1, s["nfree"])
+            an: dict[int, Any] = {g: s[f"an{g}"] for g in range(self.H)}
+            f_ru, f_unc = z3.BoolVal(False), z3.BoolVal(False)
+            for k in J:
+                ev = z3.And(evict, oldest[k])
+                post[f"st{k}"] = z3.If(ev, 0, s[f"st{k}"])
+                for g in self._names_of(k):
+                    named = z3.And(ev, s[f"nm{g}"], z3.BoolVal(self._published(g)))
+                    post[f"nm{g}"] = z3.If(ev, False, s[f"nm{g}"])
+                    f_ru = z3.Or(f_ru, z3.And(named, an[g] <= 0))
+                    f_unc = z3.Or(f_unc, z3.And(named, z3.BoolVal(not self.cacheable[g])))
+                    an[g] = z3.If(z3.And(named, an[g] > 0), an[g] - 1, an[g])
+            for g in range(self.H):
+                post[f"an{g}"] = an[g]
+            post["f_ru"], post["f_unc"] = f_ru, f_unc
+            return s["rs"] == 0, post
+
+        return Operation("reserve_decode", (), eff)
+
+    def _release_decode(self) -> Operation:
+        def eff(s: State, _: State) -> Any:
+            post: dict[str, Any] = self._clear_obs()
+            post["nfree"] = s["nfree"] + s["rs"]
+            post["rs"] = z3.IntVal(0)
+            return s["rs"] > 0, post
+
+        return Operation("release_decode", (), eff)
+
     def _build(self) -> TransitionSystem:
-        ops: list[Operation] = []
+        ops: list[Operation] = [self._reserve_decode(), self._release_decode()]
         for o in range(self.u.owners):
             ops += [self._new_request(o, p) for p in range(self.u.prompts)]
             for p in range(self.u.prompts):
@@ -297,7 +362,16 @@ class KvbmSpec:
             return z3.Sum([z3.If(s[f"st{j}"] == v, 1, 0) for j in J])
 
         def slots(s: State) -> Any:
-            return z3.And(s["nfree"] >= 0, s["nfree"] + count(s, 1) + count(s, 2) == self.u.capacity)
+            return z3.And(
+                s["nfree"] >= 0, s["rs"] >= 0, s["nfree"] + s["rs"] + count(s, 1) + count(s, 2) == self.u.capacity
+            )
+
+        def active_held(s: State) -> Any:
+            # num_active_blocks = total − available (faithful: reserved slots included)
+            metric = self.u.capacity - s["nfree"] - count(s, 2)
+            if not self.q("kvbm_active_counts_reservations"):
+                metric = metric - s["rs"]
+            return metric == count(s, 1)
 
         def shadow(s: State) -> Any:
             return z3.And([(s[f"st{j}"] != 0) == z3.Or([s[f"nm{h}"] for h in self._names_of(j)]) for j in J])
@@ -336,6 +410,7 @@ class KvbmSpec:
             c += [z3.Implies(s[f"rq{o}"] == -1, s[f"hd{o}"] == 0) for o in OW]
             c += [z3.And(s[f"rq{o}"] >= -1, s[f"rq{o}"] < self.u.prompts) for o in OW]
             c += [s[f"act{h}"] >= 0 for h in H]
+            c += [s["rs"] >= 0, s["rs"] <= 1]
             return z3.And(c)
 
         def l_announced(s: State) -> Any:
@@ -357,6 +432,7 @@ class KvbmSpec:
             Property("kvbm.slot_conservation", slots),
             Property("kvbm.shadow_matches_registry", shadow),
             Property("kvbm.refs_positive", refs),
+            Property("kvbm.active_count_held", active_held),
             Property("kvbm.refs_match_holders", holders),
             Property("kvbm.removed_only_announced", lambda s: z3.Not(s["f_ru"])),
             Property("kvbm.removed_before_stored", lambda s: z3.Not(s["f_rb"])),

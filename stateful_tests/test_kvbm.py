@@ -239,7 +239,7 @@ def test_kvbm_spec_proves_every_invariant_and_needs_its_lemmas() -> None:
     from kvmodel.specs.engine import k_induction
 
     rep = runner.prove(C, {}, (), max_k=1)
-    assert rep["all_proved"] and len(rep["invariants"]) == 13
+    assert rep["all_proved"] and len(rep["invariants"]) == 14
     spec = make_spec(C, {})
     spec.ts.properties = tuple(p for p in spec.ts.properties if not p.lemma)
     res = {r.name: r.status for r in k_induction(spec.ts, max_k=1)}
@@ -253,6 +253,7 @@ def test_kvbm_spec_proves_every_invariant_and_needs_its_lemmas() -> None:
         "events_for_uncached_sequences",
         "stored_before_removed",
         "use_ready_counts_entries",
+        "kvbm_active_counts_reservations",
     ],
 )
 def test_kvbm_bmc_finds_the_quirk_and_its_trace_replays(quirk: str) -> None:

@@ -228,7 +228,7 @@ def _kvbm_section(bfs: dict[str, dict[str, int]]) -> list[str]:
         "",
         "The 1.6.1 wheel's mocker, as the conformance harness drives it, schedules on the native pool, so no KVBM",
         "finding is confirmed on a binary; the model passes the backend's 25 Rust tests as vectors.",
-        "Four of the quirks are also in the Z3 spec's",
+        "Five of the quirks are also in the Z3 spec's",
         "single-block world, where BMC finds them and the ideal invariants are proved by 1-induction",
         "(`kvmodel prove --component kvbm`).",
         "",
