@@ -303,6 +303,11 @@ def _active_named(ctx: StepContext) -> str | None:
     return None
 
 
+def _stream_position(ctx: StepContext) -> str | None:
+    have, want = ctx.monitor.next_id, _kv(ctx).next_event_id
+    return None if have == want else f"the monitor expects event id {have}, the publisher's next is {want}"
+
+
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "kvbm.slot_conservation",
@@ -451,6 +456,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         "state",
         "Lemma: every active block of a caching sequence is a name of its PLH's shadow entry.",
         _active_named,
+        lemma=True,
+    ),
+    Invariant(
+        "kvbm.stream_position",
+        C,
+        "stream",
+        "Lemma: the monitor's next expected event id is the publisher's next id.",
+        _stream_position,
         lemma=True,
     ),
     Invariant(
