@@ -5,8 +5,9 @@
 * Time for Hypothesis to find each KVBM quirk (seeds 0-4), and the counterexample's length
   against the BFS minimum in the ``kvmodel check`` world.
 * Explorer: states, transitions and states/s for the manifest's kvbm entries.
-* Z3: the proof's time; per quirk the spec reaches, BMC's depth and time against the explorer's
-  BFS finding the same violation in the spec's world (the peer, same process).
+* Z3: the proof's time; per quirk the spec reaches, BMC's depth and time against a BFS of the
+  executable system through the spec's own operations finding the same violation (the peer,
+  same process); the exhaustive spec-versus-model agreement search.
 
 Writes ``benchmarks/results/kvbm.json``. Usage: ``python benchmarks/kvbm.py``.
 """
@@ -26,6 +27,7 @@ from component_bench import exploring, finding, versus_peer
 
 from kvmodel import __version__, explorer
 from kvmodel.model.quirks import QUIRKS
+from kvmodel.specs.engine import Step
 
 ROOT = Path(__file__).resolve().parents[1]
 C = "g1_kvbm"
@@ -33,15 +35,48 @@ CHECK_SPACE = {"owners": 1, "prompts": 5, "pushes": 0, "decode": 0}
 CHECK_CONFIG = {"max_capacity": 2}
 
 
+def _bfs_spec_world(cfg: dict[str, Any], quirk: str, invariant: str) -> tuple[int | None, float]:
+    """The peer: breadth-first search of the executable system through the spec's own
+    operations (same world, no Z3), stopping at the first step that breaks ``invariant``."""
+    from collections import deque
+
+    from kvmodel.specs import make_spec
+    from kvmodel.systems import G1KvbmSystem
+
+    t = time.perf_counter()
+    spec = make_spec(C, cfg, (quirk,))
+    steps = [spec.step_json(Step(o.name, {})) for o in spec.ts.operations]
+    start = G1KvbmSystem(spec.exec_config(), (quirk,))
+    seen = {start.key()}
+    queue = deque([(start, 0)])
+    while queue:
+        system, depth = queue.popleft()
+        for name, args in steps:
+            nxt = system.clone()
+            out = nxt.apply(name, nxt.decode(name, args), args)
+            if isinstance(out.error, Exception) and out.error.__class__.__name__ == "InvalidInput":
+                continue
+            if any(v.invariant == invariant for v in out.violations):
+                return depth + 1, time.perf_counter() - t
+            if out.violations:
+                continue
+            k = nxt.key()
+            if k not in seen:
+                seen.add(k)
+                queue.append((nxt, depth + 1))
+    return None, time.perf_counter() - t
+
+
 def z3_engine() -> dict[str, Any]:
     from kvmodel.specs import make_spec
-    from kvmodel.specs.kvbm import MODELLED
+    from kvmodel.specs.kvbm import MODELLED, agreement
     from kvmodel.specs.runner import prove, run_bmc
 
-    out: dict[str, Any] = {"prove": {}, "bmc": {}}
+    out: dict[str, Any] = {"prove": {}, "bmc": {}, "agreement": {}}
     for name, cfg in (
-        ("default (2 requests, capacity 2)", {}),
+        ("default (2 requests, capacity 3)", {}),
         ("3 requests, capacity 3", {"owners": 3, "capacity": 3}),
+        ("3 requests, capacity 4", {"owners": 3, "capacity": 4}),
     ):
         rep = prove(C, cfg, max_k=1)
         out["prove"][name] = {
@@ -50,32 +85,36 @@ def z3_engine() -> dict[str, Any]:
             "seconds": rep["seconds"],
         }
         print(f"  prove {name}: {rep['all_proved']} in {rep['seconds']}s")
-    small = {"owners": 1, "capacity": 1}
+    small = {"owners": 1, "capacity": 3}
     props = {p.name for p in make_spec(C, small).ts.properties}
     for q in sorted(MODELLED):
         want = [b for b in QUIRKS[q].breaks if b in props]
         t = time.perf_counter()
-        rep = run_bmc(C, 5, small, (q,), properties=want, induction=False)
+        rep = run_bmc(C, 6, small, (q,), properties=want[:1], induction=False)
         bmc_s = time.perf_counter() - t
-        # the peer: the explorer's BFS on the same single-block world (prompts 0-3, one request)
-        t = time.perf_counter()
-        res = explorer.explore(
-            {"max_capacity": 1},
-            (q,),
-            explorer.KvbmSpace(owners=1, prompts=4, pushes=0, decode=0, bad=False),
-            stop_on_violation=True,
-        )
-        bfs_s = time.perf_counter() - t
         row = rep["invariants"][0]
+        bfs_depth, bfs_s = _bfs_spec_world(small, q, row["invariant"])
         out["bmc"][q] = {
             "invariant": row["invariant"],
             "depth": row["k"],
-            "bfs_depth": res.violations.get(row["invariant"], {}).get("depth"),
+            "bfs_depth": bfs_depth,
             "seconds": round(bmc_s, 3),
             "bfs_seconds": round(bfs_s, 3),
             "bmc_over_bfs": round(bmc_s / bfs_s, 2),
         }
-        print(f"  bmc {q}: depth {row['k']} in {bmc_s:.2f}s (BFS {bfs_s:.2f}s)")
+        print(f"  bmc {q}: depth {row['k']} in {bmc_s:.2f}s (BFS depth {bfs_depth} in {bfs_s:.2f}s)")
+    for mode in [(), ("failed_use_reorders_inactive",)]:
+        t = time.perf_counter()
+        rep = agreement(small, mode)
+        key = mode[0] if mode else "ideal"
+        out["agreement"][key] = {
+            "states": rep["states"],
+            "transitions": rep["transitions"],
+            "complete": rep["complete"],
+            "differences": len(rep["diffs"]),
+            "seconds": round(time.perf_counter() - t, 2),
+        }
+        print(f"  agreement {key}: {out['agreement'][key]}")
     return out
 
 
