@@ -576,7 +576,6 @@ class KvbmMachine(G1Machine):
 
     component = "g1_kvbm"
     config: ClassVar[dict[str, Any]] = {"max_capacity": 3, "plh_fragments": 2}
-    merge_config: ClassVar[bool] = True  # the world's PLH fragments are part of the machine
     quirks = frozenset()
 
     def __init__(self) -> None:
@@ -603,11 +602,11 @@ def machine_for(
     quirks: Iterable[str] = (),
     target: Iterable[str] | None = None,
 ) -> type[_Base]:
-    """A fresh machine class bound to one configuration (class state is per class)."""
+    """A fresh machine class bound to one configuration (class state is per class): the
+    machine's own world (its class ``config``) with ``config`` on top."""
     base = MACHINES[component]
-    if getattr(base, "merge_config", False):
-        config = {**base.config, **(config or {})}
-    sys_ = make_system(component, config or {}, quirks)  # validates config and quirks
+    config = {**base.config, **(config or {})}
+    sys_ = make_system(component, config, quirks)  # validates config and quirks
     attrs_: dict[str, Any] = {
         "component": component,
         "config": sys_.config,
