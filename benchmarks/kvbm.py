@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from component_bench import exploring, finding, versus_peer
 
 from kvmodel import __version__, explorer
+from kvmodel.model.errors import InvalidInput
 from kvmodel.model.quirks import QUIRKS
 from kvmodel.specs.engine import Step
 
@@ -54,7 +55,7 @@ def _bfs_spec_world(cfg: dict[str, Any], quirk: str, invariant: str) -> tuple[in
         for name, args in steps:
             nxt = system.clone()
             out = nxt.apply(name, nxt.decode(name, args), args)
-            if isinstance(out.error, Exception) and out.error.__class__.__name__ == "InvalidInput":
+            if isinstance(out.error, InvalidInput):  # outside the system's contract: not a step
                 continue
             if any(v.invariant == invariant for v in out.violations):
                 return depth + 1, time.perf_counter() - t

@@ -209,8 +209,19 @@ class KvbmSpec:
             return kind, {"kind": {"dup": "dup_partial", "two": "hash_two_plhs"}[rest[0]]}
         return kind, {"owner": int(rest[0])}
 
+    # The executable -> spec direction is checked state by state by :func:`agreement`
+    # (through :meth:`abstract` and :meth:`agree`), not through constraints.
     def within_bounds(self, system: Any, op: str) -> bool:
-        raise NotImplementedError("g1_kvbm spec: agreement runs go through abstract()")
+        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
+
+    def step_params(self, pre: Any, op: str, out: Any) -> tuple[str, dict[str, int]]:
+        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
+
+    def state_constraint(self, system: Any, *, exact_stamps: bool) -> Any:
+        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
+
+    def post_constraint(self, system: Any, out: Any) -> Any:
+        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
 
     # ------------------------------------------------------------------ agreement
     FLAGS: tuple[tuple[str, str], ...] = (
@@ -314,15 +325,6 @@ class KvbmSpec:
             elif ok and ev(post["ready"]) != int(out.result[6:-1]):
                 diffs.append(f"{op}: Ready spec {ev(post['ready'])} model {out.result}")
         return diffs
-
-    def step_params(self, pre: Any, op: str, out: Any) -> tuple[str, dict[str, int]]:
-        raise NotImplementedError("g1_kvbm spec: agreement runs go through abstract()")
-
-    def state_constraint(self, system: Any, *, exact_stamps: bool) -> Any:
-        raise NotImplementedError("g1_kvbm spec: agreement runs go through abstract()")
-
-    def post_constraint(self, system: Any, out: Any) -> Any:
-        raise NotImplementedError("g1_kvbm spec: agreement runs go through abstract()")
 
     def describe(self, values: dict[str, Any] | None) -> str:
         if values is None:
