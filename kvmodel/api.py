@@ -245,21 +245,28 @@ def check_implementation(
     max_steps: int = 30,
     seed: int = 0,
     space: Any | None = None,
+    revision: str | None = None,
 ) -> DiffReport:
     """Differential check of ``adapter`` against the model of ``component``.
 
-    ``quirks``: the model to compare with — ``()`` the ideal model, ``"faithful"`` every
-    quirk of the real code, or a list of quirk names. ``space``: the explorer space whose
-    moves generate the workloads (default: a wider one than ``kvmodel check`` uses).
-    Deterministic for a given seed. Never raises for a divergence: look at ``report.ok``.
+    ``quirks``: the model to compare with — ``()`` the ideal model, ``"faithful"`` the seed's
+    revision of the real code, or a list of quirk names; ``revision``: a named revision of the
+    real code instead (``kvmodel quirks`` lists them; e.g. ``"403dd259"`` for the registry).
+    ``space``: the explorer space whose moves generate the workloads (default: a wider one than
+    ``kvmodel check`` uses). Deterministic for a given seed. Never raises for a divergence:
+    look at ``report.ok``.
     """
     from hypothesis import strategies as st
 
     from kvmodel.conformance.search import failing_examples
     from kvmodel.model.quirks import faithful
+    from kvmodel.model.quirks import revision as named_revision
 
     impl: Adapter = adapter if hasattr(adapter, "step") else adapter()  # type: ignore[assignment]
-    q = sorted(faithful(component)) if quirks == "faithful" else sorted(quirks)
+    if revision is not None:
+        q = sorted(named_revision(component, revision).quirks)
+    else:
+        q = sorted(faithful(component)) if quirks == "faithful" else sorted(quirks)
     sp = _space(component, space)
     cfg = dict(make_system(component, config or {}, q).config)
     rep = DiffReport(getattr(impl, "name", type(impl).__name__), component, cfg, q, seed=seed)

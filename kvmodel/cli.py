@@ -108,7 +108,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         prof["max_examples"] = args.max_examples
     if args.steps is not None:
         prof["steps"] = args.steps
-    mode = "ideal" if args.ideal else "faithful" if args.faithful else "both"
+    mode = "ideal" if args.ideal else "faithful" if (args.faithful or args.revision) else "both"
+    rev_quirks: frozenset[str] | None = None
+    if args.revision:
+        if len(comps) != 1:
+            raise UsageError("--revision needs exactly one --component")
+        rev_quirks = _revision_quirks(comps[0], args.revision)
     out_dir = Path(args.out)
     results: list[dict[str, Any]] = []
     failed = False
@@ -134,13 +139,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                 _log(args, _line(row), bar)
             continue
         if engine == "z3":
-            for row in _check_z3(mine, mode, out_dir):
+            for row in _check_z3(mine, mode, out_dir, rev_quirks):
                 failed |= row["verdict"] not in ("pass", "reproduced")
                 results.append(row)
                 _log(args, _line(row), bar)
             continue
         if engine == "explore":
-            for row in _check_explore(mine, mode, out_dir):
+            for row in _check_explore(mine, mode, out_dir, rev_quirks):
                 failed |= row["verdict"] not in ("pass", "reproduced")
                 results.append(row)
                 _log(args, _line(row), bar)
@@ -150,7 +155,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             if mode in ("ideal", "both"):
                 whole.append(("ideal", frozenset(), "FAIL"))
             if mode == "faithful":
-                whole.append(("faithful", faithful(comp), "VIOLATION"))
+                whole.append(("faithful", faithful(comp) if rev_quirks is None else rev_quirks, "VIOLATION"))
             for label, quirks, bad in whole:
                 bar.update(f"hypothesis on {comp} ({label})", force=True)
                 r = machines.run(comp, quirks=quirks, mode=label, seed=args.seed, **_budget(prof))
@@ -235,7 +240,9 @@ def _explore_setup(comp: str) -> tuple[Any, dict[str, Any]]:
     return explorer.LruSpace(comp, objects=2, max_queue=4), {"cleanup_threshold": 2}
 
 
-def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]]:
+def _check_explore(
+    comps: list[str], mode: str, out_dir: Path, rev_quirks: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
     """Exhaustive BFS on a small bounded configuration of each component: the ideal model must
     hold and reach every witness; each quirk must break every invariant it is declared to break."""
     from kvmodel import explorer, traces
@@ -287,7 +294,7 @@ def _check_explore(comps: list[str], mode: str, out_dir: Path) -> list[dict[str,
             ok = not r.violations and not r.missing_witnesses and r.complete
             row("ideal (exhaustive)", "ideal", r, "pass" if ok else "FAIL", None)
         if mode == "faithful":
-            r = explorer.explore(cfg, faithful(comp), space)
+            r = explorer.explore(cfg, faithful(comp) if rev_quirks is None else rev_quirks, space)
             row("faithful (exhaustive)", "faithful", r, "VIOLATION" if r.violations else "pass", None)
         if mode == "both":
             for q in quirks_of(comp):
@@ -395,7 +402,9 @@ def _check_mocker(seed: int) -> dict[str, Any]:
     return row
 
 
-def _check_z3(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]]:
+def _check_z3(
+    comps: list[str], mode: str, out_dir: Path, rev_quirks: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
     """Z3: every ideal invariant proved by k-induction; each quirk's declared breakage found by
     BMC (traces replayed on the executable model)."""
     from kvmodel.model.quirks import faithful, quirks_of
@@ -438,7 +447,12 @@ def _check_z3(comps: list[str], mode: str, out_dir: Path) -> list[dict[str, Any]
             rep.pop("_results")
             row(comp, "ideal (k-induction)", "pass" if rep["all_proved"] else "FAIL", rep, None)
         if mode == "faithful":
-            rep = run_bmc(comp, BMC_DEPTHS.get(comp, CHECK_BMC_DEPTH), _z3_small(comp), faithful(comp), out=out_dir)
+            fq = faithful(comp) if rev_quirks is None else rev_quirks
+            if comp == "g1_kvbm":
+                from kvmodel.specs.kvbm import MODELLED
+
+                fq = fq & MODELLED
+            rep = run_bmc(comp, BMC_DEPTHS.get(comp, CHECK_BMC_DEPTH), _z3_small(comp), fq, out=out_dir)
             bad = any(r["status"] == "violated" for r in rep["invariants"])
             row(comp, "faithful (BMC)", "VIOLATION" if bad else "pass", rep, None)
         if mode == "both":
@@ -490,6 +504,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from kvmodel import traces
 
     trace = traces.load(args.trace)
+    if args.revision:
+        trace = dict(trace, quirks=sorted(_revision_quirks(trace["component"], args.revision)), revision=args.revision)
     if args.itf:
         from kvmodel.itf import from_trace
 
@@ -565,7 +581,10 @@ def cmd_explore(args: argparse.Namespace) -> int:
         cfg = {"max_capacity": args.capacity if args.capacity_given else 3}
     else:
         raise UsageError(f"cannot explore {args.component!r} (known: {', '.join(CHECK_COMPONENTS)})")
-    quirks = faithful(args.component) if args.faithful else frozenset(args.quirk or ())
+    if args.revision:
+        quirks = _revision_quirks(args.component, args.revision)
+    else:
+        quirks = faithful(args.component) if args.faithful else frozenset(args.quirk or ())
 
     with Progress(f"explore {args.component}") as bar:
         r = explorer.explore(
@@ -578,7 +597,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
             progress=lambda n, t, d: bar.update(f"{n:,} states, {t:,} transitions, depth {d}"),
         )
     out = r.to_json()
-    out["mode"] = "faithful" if args.faithful else ("ideal" if not quirks else "custom")
+    out["mode"] = (
+        f"revision {args.revision}"
+        if args.revision
+        else "faithful"
+        if args.faithful
+        else ("ideal" if not quirks else "custom")
+    )
     paths = {}
     if r.violations and args.out:
         for inv in sorted(r.violations):
@@ -676,9 +701,27 @@ def _spec_config(args: argparse.Namespace) -> dict[str, Any]:
     return cfg
 
 
+def _revision_quirks(component: str, name: str) -> frozenset[str]:
+    """The quirks of a named revision; a usage error names the known ones."""
+    from kvmodel.model.quirks import revision, revisions_of
+
+    try:
+        return revision(component, name).quirks
+    except ValueError:
+        known = ", ".join(r.name for r in revisions_of(component)) or "none recorded"
+        raise UsageError(f"--revision: unknown revision {name!r} of {component} (known: {known})") from None
+
+
 def _spec_quirks(args: argparse.Namespace, default_faithful: bool) -> frozenset[str]:
     from kvmodel.model.quirks import QUIRKS, faithful
 
+    if getattr(args, "revision", None):
+        q = _revision_quirks(args.component, args.revision)
+        if args.component == "g1_kvbm":
+            from kvmodel.specs.kvbm import MODELLED
+
+            return q & MODELLED
+        return q
     if args.quirk:
         names = set(args.quirk)
         for n in list(names):
@@ -898,7 +941,16 @@ def _conform_vllm(args: argparse.Namespace) -> int:
 def cmd_vectors(args: argparse.Namespace) -> int:
     from kvmodel import vectors
 
-    results = vectors.run_file(args.file, args.component)
+    if args.revision is not None:
+        comps = set(args.component or [])
+        if len(comps) != 1:
+            raise UsageError("--revision needs exactly one --component (a vectors component, e.g. kvbm_block_registry)")
+        (vc,) = comps
+        h = vectors.HARNESSES.get(vc)
+        if h is None:
+            raise UsageError(f"unknown vectors component {vc!r} (known: {', '.join(sorted(vectors.HARNESSES))})")
+        _revision_quirks(h.model_component, args.revision)
+    results = vectors.run_file(args.file, args.component, revision_name=args.revision)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     for r in results:
         counts[r.status] += 1
@@ -907,7 +959,14 @@ def cmd_vectors(args: argparse.Namespace) -> int:
             {
                 "file": str(args.file),
                 "results": [
-                    {"id": r.id, "component": r.component, "status": r.status, "message": r.message} for r in results
+                    {
+                        "id": r.id,
+                        "component": r.component,
+                        "status": r.status,
+                        "message": r.message,
+                        "revision": r.revision,
+                    }
+                    for r in results
                 ],
                 "passed": counts["PASS"],
                 "failed": counts["FAIL"],
@@ -945,9 +1004,14 @@ def cmd_invariants(args: argparse.Namespace) -> int:
 
 
 def cmd_quirks(args: argparse.Namespace) -> int:
-    from kvmodel.model.quirks import QUIRKS
+    from kvmodel.model.quirks import QUIRKS, REVISIONS, quirk_revisions
 
+    known = sorted({q.component for q in QUIRKS.values()} | {c for c, _ in REVISIONS})
+    for c in args.component or []:
+        if c not in known:
+            raise UsageError(f"unknown component {c!r} (known: {', '.join(known)})")
     sel = [q for q in QUIRKS.values() if not args.component or q.component in args.component]
+    revs = [r for r in REVISIONS.values() if not args.component or r.component in args.component]
     if args.json:
         _emit_json(
             {
@@ -960,15 +1024,33 @@ def cmd_quirks(args: argparse.Namespace) -> int:
                         "summary": q.summary,
                         "breaks": list(q.breaks),
                         "requires": list(q.requires),
+                        "revisions": list(quirk_revisions(q.name)),
                     }
                     for q in sel
+                ],
+                "revisions": [
+                    {
+                        "name": r.name,
+                        "component": r.component,
+                        "default": r.default,
+                        "source": r.source,
+                        "summary": r.summary,
+                        "quirks": sorted(r.quirks),
+                    }
+                    for r in revs
                 ],
             }
         )
     else:
         for q in sel:
-            print(f"{q.component:<22} {q.name:<38} {q.ref:<12} breaks {', '.join(q.breaks)}")
+            print(
+                f"{q.component:<22} {q.name:<38} {q.ref:<12} in {', '.join(quirk_revisions(q.name)) or '-'}; "
+                f"breaks {', '.join(q.breaks)}"
+            )
         print(f"{len(sel)} quirks")
+        for r in revs:
+            tag = " (the seed's: faithful)" if r.default else ""
+            print(f"revision {r.component} {r.name}{tag}: {r.summary}; {len(r.quirks)} quirks")
     return 0
 
 
@@ -1040,7 +1122,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--engine", choices=[*ENGINES, "all"], help="engine (default: all)")
     g = c.add_mutually_exclusive_group()
     g.add_argument("--ideal", action="store_true", help="only the ideal model (quirks off)")
-    g.add_argument("--faithful", action="store_true", help="only the faithful model (all quirks on)")
+    g.add_argument("--faithful", action="store_true", help="only the faithful model (the seed's revision)")
+    g.add_argument("--revision", help="only the faithful model at this named revision (one component)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--profile", choices=sorted(PROFILES), default="ci")
     c.add_argument("--max-examples", type=int)
@@ -1057,6 +1140,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
     r.add_argument("--brief", action="store_true", help="only the verdict, not the step-by-step timeline")
     r.add_argument("--itf", metavar="FILE", help="also write the trace in the ITF format (Apalache/Quint)")
+    r.add_argument("--revision", help="replay on this revision's quirks instead of the trace's own")
     r.set_defaults(func=cmd_replay)
 
     sh = sub.add_parser("show", help="a trace for people: a terminal timeline, and an HTML page with --html")
@@ -1091,6 +1175,7 @@ def build_parser() -> argparse.ArgumentParser:
     eg.add_argument("--faithful", action="store_true", help="all quirks on")
     eg.add_argument("--ideal", action="store_true", help="no quirks (the default)")
     eg.add_argument("--quirk", action="append", help="switch one quirk on (repeatable)")
+    eg.add_argument("--revision", help="the quirks of a named revision of the real code (kvmodel quirks lists them)")
     e.add_argument("--no-symmetry", action="store_true")
     e.add_argument("--max-states", type=int, default=2_000_000)
     e.add_argument("--dot", metavar="FILE", help="write the state graph in Graphviz DOT")
@@ -1128,6 +1213,7 @@ def build_parser() -> argparse.ArgumentParser:
         zg.add_argument("--faithful", action="store_true", help="all quirks on")
         zg.add_argument("--ideal", action="store_true", help="no quirks")
         zg.add_argument("--quirk", action="append", help="switch one quirk on (repeatable)")
+        zg.add_argument("--revision", help="the quirks of a named revision of the real code (kvmodel quirks)")
         z.add_argument("--timeout", type=float, default=600.0, help="per solver query, seconds (default 600)")
         z.add_argument("--json", action="store_true")
         if name == "prove":
@@ -1168,6 +1254,9 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("vectors", help="run test vectors (dynamo-kv-test-vectors/1 format)")
     v.add_argument("file")
     v.add_argument("--component", action="append", help="only vectors of this component (repeatable)")
+    v.add_argument(
+        "--revision", help="run on this revision of the model (default: the one each vector's source_version names)"
+    )
     v.add_argument("--json", action="store_true")
     v.set_defaults(func=cmd_vectors)
 

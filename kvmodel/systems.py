@@ -276,8 +276,12 @@ class RegistrySystem(System):
         "state_from_reset_apply_token_block",
         "apply_token_block",
         "initialize_sequence",
+        "add_token",
         "add_tokens",
+        "pop_token",
+        "pop_tokens",
         "commit",
+        "state_query",
         "register_block",
         "create_publish_handle",
         "remove_handle",
@@ -313,8 +317,12 @@ class RegistrySystem(System):
         "apply_token_block": ("state", "block"),
         "state_from_reset_apply_token_block": ("block",),
         "initialize_sequence": ("state", "page_size"),
+        "add_token": ("state", "token"),
         "add_tokens": ("state", "tokens"),
+        "pop_token": ("state",),
+        "pop_tokens": ("state", "count"),
         "commit": ("state",),
+        "state_query": ("state", "query"),
         "register_block": ("registry", "state"),
         "create_publish_handle": ("block",),
         "remove_handle": ("publish_handle",),
@@ -359,8 +367,16 @@ class RegistrySystem(System):
             return m.apply_token_block(a["state"], a["block"])
         if op == "initialize_sequence":
             return m.initialize_sequence(a["state"], a["page_size"], a.get("salt", 0))
+        if op == "add_token":
+            return m.add_token(a["state"], a["token"])
         if op == "add_tokens":
             return m.add_tokens(a["state"], a["tokens"])
+        if op == "pop_token":
+            return m.pop_token(a["state"])
+        if op == "pop_tokens":
+            return m.pop_tokens(a["state"], a["count"])
+        if op == "state_query":
+            return m.state_query(a["state"], a["query"])
         if op == "commit":
             return m.commit(a["state"])
         if op == "register_block":

@@ -59,11 +59,14 @@ def record(
             violation = {"invariant": v.invariant, "step": i, "message": v.message}
             if stop_at_violation:
                 break
+    from kvmodel.model.quirks import revision_of
+
     return {
         "format": FORMAT,
         "component": component,
         "config": sys_.config,
         "quirks": quirks,
+        "revision": revision_of(component, quirks),
         "origin": origin or {},
         "violation": violation,
         "steps": steps,
@@ -195,6 +198,12 @@ def _diff(what: str, recorded: Any, got: Any) -> str | None:
 def replay(trace: dict[str, Any], *, source: str = "trace") -> ReplayResult:
     """Re-run a trace on the model; compare each recorded observation; check invariants."""
     res = ReplayResult(recorded_violation=trace.get("violation"))
+    rev = trace.get("revision")
+    if rev is not None:
+        from kvmodel.model.quirks import REVISIONS
+
+        if (trace["component"], rev) not in REVISIONS:
+            raise TraceError(f"{source}: unknown revision {rev!r} of {trace['component']}")
     try:
         sys_ = make_system(trace["component"], trace.get("config", {}), trace.get("quirks", []))
     except (InvalidInput, ValueError) as e:

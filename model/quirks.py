@@ -320,8 +320,156 @@ def quirks_of(component: str) -> tuple[Quirk, ...]:
     return tuple(q for q in _ALL if q.component == component)
 
 
+# --- revisions --------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Revision:
+    """A revision of the real code: the quirks it has. One revision per component is the
+    *seed's* (``default``): faithful means that revision. The others are named presets
+    (selectable with ``--revision`` and recorded in traces), for the behaviour of an older or
+    newer commit where it differs from the seed."""
+
+    name: str
+    component: str
+    quirks: frozenset[str]
+    source: str
+    summary: str
+    default: bool = False
+
+
+def _rev(
+    name: str, component: str, quirks: Iterable[str], source: str, summary: str, *, default: bool = False
+) -> Revision:
+    return Revision(name, component, frozenset(quirks), source, summary, default)
+
+
+_KV = [q.name for q in _ALL if q.component == "kv_manager"]
+_G1N = [q.name for q in _ALL if q.component == "g1_native"]
+_KVBM = [q.name for q in _ALL if q.component == "g1_kvbm"]
+_REG_SEED = ("global_registry_untiered", "dead_global_entry_leaks", "publisher_clone_shares_pending")
+
+_REVISIONS: list[Revision] = [
+    _rev(
+        "R01",
+        "kv_manager",
+        _KV,
+        "lib/llm/src/mocker/kv_manager.rs revision R01 (seed 000)",
+        "the MoveBlockResponse Store/Remove version the project started from",
+        default=True,
+    ),
+    _rev(
+        "0c89c866",
+        "lru_evictor_wallclock",
+        ["equal_timestamp_stale_entry"],
+        "lib/llm/src/mocker/evictor.rs commits 0c89c866 / e9226a26 (EVA)",
+        "the wall-clock evictor with the lazy queue (the one seed 000 uses)",
+        default=True,
+    ),
+    _rev(
+        "R02",
+        "lru_evictor_counter",
+        [],
+        "lib/llm/src/mocker/evictor.rs revision R02 (EVB)",
+        "the counter-based rewrite (no known defect)",
+        default=True,
+    ),
+    _rev(
+        "1.0.2",
+        "kvbm_block_registry",
+        _REG_SEED,
+        "lib/llm/src/block_manager/block/registry.rs, dynamo-llm 1.0.2 (seed 004)",
+        "untiered global registry; the unregister task removes a pool entry only when it is dead",
+        default=True,
+    ),
+    _rev(
+        "403dd259",
+        "kvbm_block_registry",
+        (*_REG_SEED, "cleanup_erases_live_entry"),
+        "lib/llm/src/block_manager/block/registry.rs commit 403dd25973f5 (older than the seed)",
+        "as 1.0.2, but the unregister task removes the pool entry unconditionally (§6 #19)",
+    ),
+    _rev(
+        "R13",
+        "kvbm_block_registry",
+        ("dead_global_entry_leaks", "publisher_clone_shares_pending"),
+        "lib/llm/src/block_manager/block/registry.rs revisions R12 / R13 (newer than the seed)",
+        "global registry keyed by (sequence hash, storage tier); events carry the tier; optional "
+        "external (event) hashes given to register_block",
+    ),
+    _rev(
+        "R05",
+        "g1_native",
+        [q for q in _G1N if q != "promote_tail_before_finalize"],
+        "lib/mocker/src/kv_manager/g1_manager.rs revision R05 (seed 002) over vllm_backend.rs R06 "
+        "and cache/vllm_block_pool.rs R08",
+        "finalize the computed prefix, then promote the tail (parent before child)",
+        default=True,
+    ),
+    _rev(
+        "366ff0ef",
+        "g1_native",
+        _G1N,
+        "lib/mocker/src/kv_manager/g1_manager.rs commit 366ff0ef (older than the seed)",
+        "as R05, but the computed tail is promoted before the prefix is finalized (§6 #18)",
+    ),
+    _rev(
+        "R09",
+        "g1_kvbm",
+        _KVBM,
+        "lib/mocker/src/kv_manager/kvbm_backend.rs revision R09 (the KVBM backend seed 002's facade "
+        "selects by default) over lib/kvbm-logical",
+        "atomic Use returning G1Acquire; Stored before Removed",
+        default=True,
+    ),
+]
+
+REVISIONS: dict[tuple[str, str], Revision] = {(r.component, r.name): r for r in _REVISIONS}
+
+
+def revisions_of(component: str) -> tuple[Revision, ...]:
+    """The component's revisions, the seed's first."""
+    rs = [r for r in _REVISIONS if r.component == component]
+    return tuple(sorted(rs, key=lambda r: not r.default))
+
+
+def default_revision(component: str) -> Revision | None:
+    for r in _REVISIONS:
+        if r.component == component and r.default:
+            return r
+    return None
+
+
+def revision(component: str, name: str) -> Revision:
+    """The named revision; ``ValueError`` names the known ones."""
+    r = REVISIONS.get((component, name))
+    if r is None:
+        known = [x.name for x in revisions_of(component)]
+        raise ValueError(f"unknown revision {name!r} for component {component!r} (known: {known})")
+    return r
+
+
+def revision_of(component: str, quirks: Iterable[str]) -> str | None:
+    """The name of the revision whose quirk set is exactly ``quirks`` (the seed's first)."""
+    qs = frozenset(quirks)
+    for r in revisions_of(component):
+        if r.quirks == qs:
+            return r.name
+    return None
+
+
+def quirk_revisions(name: str) -> tuple[str, ...]:
+    """The revisions that have quirk ``name``."""
+    q = QUIRKS[name]
+    return tuple(r.name for r in revisions_of(q.component) if name in r.quirks)
+
+
 def faithful(component: str) -> frozenset[str]:
-    """All quirks of ``component`` on: the same machine as the real code."""
+    """The seed's revision of ``component``: the same machine as the real code the project
+    models (a component with no recorded revision: all of its quirks)."""
+    r = default_revision(component)
+    if r is not None:
+        return r.quirks
     return frozenset(q.name for q in quirks_of(component))
 
 

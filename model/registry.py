@@ -3,8 +3,20 @@
 Real code: ``lib/llm/src/block_manager/block/registry.rs`` (``BlockRegistry``,
 ``BlockHandle``, ``RegistrationHandle``), ``block/state.rs`` (``BlockState``) and
 ``lib/llm/src/block_manager/events.rs`` (``PublishHandle``, ``Publisher``, the event
-manager traits). Commit 403dd259 is the faithful revision; revisions R12/R13 key the global
-registry by (sequence hash, storage tier).
+manager traits). The faithful revision is the seed, dynamo-llm 1.0.2 (``shared/seeds/004``):
+an untiered global registry and an unregister task that removes a pool's entry only when it no
+longer upgrades. Commit 403dd259 (older) removes it unconditionally (quirk
+``cleanup_erases_live_entry``); revisions R12/R13 (newer) key the global registry by (sequence
+hash, storage tier) and accept external (event) hashes. ``kvmodel.model.quirks`` names them as
+revisions ``1.0.2``, ``403dd259`` and ``R13``.
+
+``block/state.rs`` and ``tokens.rs`` of 1.0.2: ``add_tokens`` pushes what fits and returns the
+rest (all of it when the block is full; never an error), ``add_token`` fails ``TokenBlock is
+full`` on a full block, ``pop_token`` / ``pop_tokens`` fail ``TokenBlock is empty`` /
+``TokenBlock has insufficient tokens``, ``commit`` fails ``TokenBlock is incomplete`` unless the
+block holds exactly its size; ``initialize_sequence(page_size, salt)`` takes any usize page size,
+cast to u32 (``page_size as u32``). Their errors reach the caller as ``anyhow`` errors whose text
+is the ``Display`` of ``BlockStateInvalid`` ("Block state is invalid: ...") or ``TokenBlockError``.
 
 What Rust does implicitly is explicit here:
 
@@ -69,27 +81,41 @@ class InvalidState(ModelError):
 
 
 class StateNotReset(ModelError):
-    """``BlockState::initialize_sequence`` / ``apply_token_block`` on a state that is not Reset."""
+    """``BlockState::initialize_sequence`` / ``apply_token_block`` on a state that is not Reset:
+    ``BlockStateInvalid("Block is not reset")``."""
 
-    id = "Block is not reset"
+    id = "Block state is invalid: Block is not reset"
 
 
 class StateNotPartial(ModelError):
-    """``BlockState::add_token(s)`` / ``commit`` on a state that is not Partial."""
+    """``BlockState::add_token(s)`` / ``pop_token(s)`` / ``commit`` on a state that is not
+    Partial: ``BlockStateInvalid("Block is not partial")``."""
 
-    id = "Block is not partial"
+    id = "Block state is invalid: Block is not partial"
 
 
 class TokenBlockFull(ModelError):
     """``PartialTokenBlock::push_token`` on a full block (``TokenBlockError::Full``)."""
 
-    id = "Full"
+    id = "TokenBlock is full"
 
 
 class TokenBlockIncomplete(ModelError):
-    """``PartialTokenBlock::commit`` with fewer than ``block_size`` tokens (``Incomplete``)."""
+    """``PartialTokenBlock::commit`` with other than ``block_size`` tokens (``Incomplete``)."""
 
-    id = "Incomplete"
+    id = "TokenBlock is incomplete"
+
+
+class TokenBlockEmpty(ModelError):
+    """``PartialTokenBlock::pop_token`` on an empty block (``TokenBlockError::Empty``)."""
+
+    id = "TokenBlock is empty"
+
+
+class TokenBlockInsufficient(ModelError):
+    """``PartialTokenBlock::pop_tokens(n)`` with fewer than ``n`` tokens (``InsufficientTokens``)."""
+
+    id = "TokenBlock has insufficient tokens"
 
 
 # --- values ---------------------------------------------------------------------------
@@ -105,6 +131,12 @@ class Block:
     parent: int | None = None
     external: int | None = None
     external_parent: int | None = None
+    tokens: tuple[int, ...] | None = None  # the block's tokens, when known
+
+    @property
+    def size(self) -> int | None:
+        """``TokenBlock::block_size()``: the number of tokens (None when not known)."""
+        return None if self.tokens is None else len(self.tokens)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"hash": self.sequence_hash, "parent": self.parent}
@@ -112,6 +144,8 @@ class Block:
             out["block_hash"] = self.block_hash
         if self.external is not None or self.external_parent is not None:
             out["external"] = [self.external, self.external_parent]
+        if self.tokens is not None:
+            out["tokens"] = list(self.tokens)
         return out
 
 
@@ -119,19 +153,33 @@ def _opt_u64(v: Any, what: str) -> int | None:
     return None if v is None else _u64(v, what)
 
 
+BLOCK_KEYS = ("hash", "parent", "block_hash", "external", "tokens")
+
+
 def block_from_json(v: Any) -> Block:
-    """``{"hash": h, "parent": p|null, "block_hash"?: b, "external"?: [e, ep]}``."""
+    """``{"hash": h, "parent": p|null, "block_hash"?: b, "external"?: [e, ep], "tokens"?: [...]}``."""
     if not isinstance(v, dict) or "hash" not in v:
         raise InvalidInput(f"a block is {{'hash': h, 'parent': p|null}}, got {v!r}")
+    extra = sorted(set(v) - set(BLOCK_KEYS))
+    if extra:
+        raise InvalidInput(f"unknown block key {extra[0]!r} (known: {list(BLOCK_KEYS)})")
     ext = v.get("external") or [None, None]
     if not isinstance(ext, list | tuple) or len(ext) != 2:
         raise InvalidInput(f"external must be [hash|null, parent|null], got {ext!r}")
+    toks = v.get("tokens")
+    if toks is not None:
+        if not isinstance(toks, list) or len(toks) > 2**16:
+            raise InvalidInput(f"tokens must be a list of at most 65536 u32, got {toks!r:.60}")
+        for t in toks:
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 2**32:
+                raise InvalidInput(f"token must be a u32, got {t!r}")
     return Block(
         _u64(v["hash"], "hash"),
         _u64(v.get("block_hash", 0), "block_hash"),
         _opt_u64(v.get("parent"), "parent"),
         _opt_u64(ext[0], "external hash"),
         _opt_u64(ext[1], "external parent"),
+        None if toks is None else tuple(toks),
     )
 
 
@@ -389,9 +437,10 @@ class Registry:
     def drain(self, pool_name: str) -> int | None:
         """One iteration of the pool's unregister task: receive one hash and clean up.
 
-        403dd259 removes the per-pool entry unconditionally (``cleanup_erases_live_entry``,
-        §6 #19); later revisions only if it no longer upgrades. Then the global entry is
-        removed if it no longer upgrades. Returns the hash processed (None: channel empty)."""
+        The seed (1.0.2) removes the per-pool entry only if it no longer upgrades; commit
+        403dd259 removes it unconditionally (``cleanup_erases_live_entry``, §6 #19). Then the
+        global entry is removed if it no longer upgrades. Returns the hash processed (None: the
+        channel is empty)."""
         pool = self._pool(pool_name)
         if not pool.pending:
             return None
@@ -424,38 +473,102 @@ class Registry:
         st.kind, st.block = "Complete", block
 
     def initialize_sequence(self, name: str, page_size: int, salt: int = 0) -> None:
+        """``BlockState::initialize_sequence(page_size, salt_hash)``: Reset -> Partial (an empty
+        root block of ``page_size as u32`` tokens; Rust checks neither value)."""
         st: BlockState = self._get(name, "state")
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise InvalidInput(f"page_size must be a positive integer, got {page_size!r}")
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 0 <= page_size < 2**64:
+            raise InvalidInput(f"page_size must be a usize, got {page_size!r}")
         _u64(salt, "salt")
         if st.kind != "Reset":
             raise StateNotReset(f"state {name!r} is {st.kind}")
-        st.kind, st.tokens, st.page_size, st.salt = "Partial", (), page_size, salt
+        st.kind, st.tokens, st.page_size, st.salt = "Partial", (), page_size % 2**32, salt
 
-    def add_tokens(self, name: str, tokens: list[int]) -> int:
-        """``add_tokens``: pushes until full; returns how many tokens were not added (Rust
-        returns the rest); ``add_token`` of a single token on a full block fails ``Full``."""
-        st: BlockState = self._get(name, "state")
+    @staticmethod
+    def _check_tokens(tokens: Any) -> list[int]:
+        if not isinstance(tokens, list | tuple):
+            raise InvalidInput(f"tokens must be a list of u32, got {tokens!r}")
         for t in tokens:
             if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < 2**32:
                 raise InvalidInput(f"token must be a u32, got {t!r}")
-        if st.kind != "Partial":
-            raise StateNotPartial(f"state {name!r} is {st.kind}")
-        room = st.page_size - len(st.tokens)
-        if len(tokens) == 1 and room == 0:
-            raise TokenBlockFull(f"block of {st.page_size} tokens is full")
-        st.tokens = st.tokens + tuple(tokens[:room])
-        return max(0, len(tokens) - room)
+        return list(tokens)
 
-    def commit(self, name: str) -> None:
-        """``commit``: Partial -> Complete when exactly page_size tokens (a root block: no parent)."""
+    def _partial(self, name: str) -> BlockState:
         st: BlockState = self._get(name, "state")
         if st.kind != "Partial":
             raise StateNotPartial(f"state {name!r} is {st.kind}")
+        return st
+
+    def add_token(self, name: str, token: int) -> None:
+        """``add_token``: ``push_token`` fails ``TokenBlock is full`` on a full block."""
+        (t,) = self._check_tokens([token])
+        st = self._partial(name)
+        if len(st.tokens) >= st.page_size:
+            raise TokenBlockFull(f"block of {st.page_size} tokens is full")
+        st.tokens = (*st.tokens, t)
+
+    def add_tokens(self, name: str, tokens: list[int]) -> list[int]:
+        """``add_tokens``: ``push_tokens`` adds what fits and returns the rest (all of them when
+        the block is already full; never an error). Returns the tokens not added."""
+        toks = self._check_tokens(tokens)
+        st = self._partial(name)
+        room = max(0, st.page_size - len(st.tokens))
+        st.tokens = st.tokens + tuple(toks[:room])
+        return toks[room:]
+
+    def pop_token(self, name: str) -> None:
+        """``pop_token``: the last token goes; ``TokenBlock is empty`` when there is none."""
+        st = self._partial(name)
+        if not st.tokens:
+            raise TokenBlockEmpty(f"state {name!r} holds no token")
+        st.tokens = st.tokens[:-1]
+
+    def pop_tokens(self, name: str, count: int) -> None:
+        """``pop_tokens(count)``: the last ``count`` tokens go; ``TokenBlock has insufficient
+        tokens`` when fewer are held."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count < 2**64:
+            raise InvalidInput(f"count must be a usize, got {count!r}")
+        st = self._partial(name)
+        if len(st.tokens) < count:
+            raise TokenBlockInsufficient(f"{len(st.tokens)} tokens, {count} to pop")
+        st.tokens = st.tokens[: len(st.tokens) - count]
+
+    def commit(self, name: str) -> None:
+        """``commit``: Partial -> Complete when exactly page_size tokens (a root block: no parent;
+        its sequence hash is its block hash, XXH3 of the tokens seeded with the salt)."""
+        st = self._partial(name)
         if len(st.tokens) != st.page_size:
             raise TokenBlockIncomplete(f"{len(st.tokens)} of {st.page_size} tokens")
         bh = _block_hash(st.tokens, st.salt)
-        st.kind, st.block, st.tokens = "Complete", Block(bh, bh, None), ()
+        st.kind, st.block, st.tokens = "Complete", Block(bh, bh, None, tokens=st.tokens), ()
+
+    STATE_QUERIES = ("len", "remaining", "is_empty", "tokens", "is_reset", "is_complete", "is_registered")
+
+    def state_query(self, name: str, query: str) -> Any:
+        """The read-only accessors of ``BlockState``: ``len`` (None when Registered; a Complete
+        block's token count), ``remaining`` (0 unless Partial), ``is_empty``, ``tokens`` (None when
+        Reset or Registered), ``is_reset``, ``is_complete`` (Complete or Registered),
+        ``is_registered``."""
+        st: BlockState = self._get(name, "state")
+        if query not in self.STATE_QUERIES:
+            raise InvalidInput(f"unknown BlockState query {query!r} (known: {list(self.STATE_QUERIES)})")
+        complete_len = None if st.block is None else st.block.size
+        if query == "len":
+            return {"Reset": 0, "Partial": len(st.tokens), "Complete": complete_len, "Registered": None}[st.kind]
+        if query == "remaining":
+            return max(0, st.page_size - len(st.tokens)) if st.kind == "Partial" else 0
+        if query == "is_empty":
+            return st.kind == "Reset" or (st.kind == "Partial" and not st.tokens)
+        if query == "tokens":
+            if st.kind == "Partial":
+                return list(st.tokens)
+            if st.kind == "Complete":
+                return None if st.block is None or st.block.tokens is None else list(st.block.tokens)
+            return None
+        if query == "is_reset":
+            return st.kind == "Reset"
+        if query == "is_complete":
+            return st.kind in ("Complete", "Registered")
+        return st.kind == "Registered"
 
     # -- registration (registry.rs)
 
@@ -474,6 +587,15 @@ class Registry:
         pool = self._pool(pool_name)
         st: BlockState = self._get(state_name, "state")
         self._free_name(as_name)
+        if event_hashes is not None:
+            if self.untiered:
+                raise InvalidInput(
+                    "register_block takes event hashes only in the tiered revisions (R12/R13); "
+                    "the seed's (1.0.2) takes the block state alone"
+                )
+            if not isinstance(event_hashes, list | tuple) or len(event_hashes) != 2:
+                raise InvalidInput(f"event_hashes must be [hash|null, parent|null], got {event_hashes!r}")
+            event_hashes = (_opt_u64(event_hashes[0], "event hash"), _opt_u64(event_hashes[1], "event parent"))
         if st.kind == "Reset":
             raise InvalidState("Block is in Reset state")
         if st.kind == "Partial":

@@ -12,7 +12,7 @@ import pytest
 import z3
 
 from kvmodel.explorer import KvSpace, LruSpace
-from kvmodel.model.quirks import QUIRKS, faithful, quirks_of
+from kvmodel.model.quirks import QUIRKS, faithful, quirks_of, revision
 from kvmodel.specs import make_spec, universe_of
 from kvmodel.specs.engine import Operation, Property, TransitionSystem, bmc, k_induction
 from kvmodel.specs.g1 import UNIVERSES as G1_UNIVERSES
@@ -140,10 +140,15 @@ def test_registry_without_its_lemmas_is_not_1_inductive() -> None:
 
 
 def test_faithful_registry_keeps_one_handle_per_key() -> None:
+    """The seed (1.0.2) keeps a pool's live entry through the unregister task: `is_registered`
+    is exact, proved with every one of its quirks on; revision 403dd259 erases it (§6 #19)."""
     rep = prove("kvbm_block_registry", {}, faithful("kvbm_block_registry"), max_k=1)
     st = {r["invariant"]: r["status"] for r in rep["invariants"]}
     assert st["reg.one_registration_per_key"] == "proved" and st["reg.references_resolve"] == "proved"
-    assert st["reg.pool_lists_iff_live"] != "proved"
+    assert st["reg.pool_lists_iff_live"] == "proved"
+    rep = prove("kvbm_block_registry", {}, revision("kvbm_block_registry", "403dd259").quirks, max_k=1)
+    st = {r["invariant"]: r["status"] for r in rep["invariants"]}
+    assert st["reg.one_registration_per_key"] == "proved" and st["reg.pool_lists_iff_live"] != "proved"
 
 
 @pytest.mark.parametrize("cfg", list(G1_UNIVERSES.values()), ids=list(G1_UNIVERSES))
@@ -163,10 +168,15 @@ def test_g1_without_its_lemmas_is_not_1_inductive() -> None:
 
 
 def test_faithful_g1_keeps_capacity_and_the_lru() -> None:
+    """The seed (R05) publishes parents first: parent-before-child is proved with every one of its
+    quirks on; revision 366ff0ef (the tail promoted first, §6 #18) breaks it."""
     rep = prove("g1_native", {}, faithful("g1_native"), max_k=1)
     st = {r["invariant"]: r["status"] for r in rep["invariants"]}
     assert st["g1.capacity"] == st["g1.lru_exactly_idle"] == st["g1.announced_matches_visible"] == "proved"
-    assert st["g1.active_count_resident"] != "proved" and st["g1.stored_parent_announced"] != "proved"
+    assert st["g1.active_count_resident"] != "proved" and st["g1.stored_parent_announced"] == "proved"
+    rep = prove("g1_native", {}, revision("g1_native", "366ff0ef").quirks, max_k=1)
+    st = {r["invariant"]: r["status"] for r in rep["invariants"]}
+    assert st["g1.capacity"] == "proved" and st["g1.stored_parent_announced"] != "proved"
 
 
 def test_g1_spec_world_is_bounded() -> None:

@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import machines
-from kvmodel.model.quirks import QUIRKS, quirks_of
+from kvmodel.model.quirks import QUIRKS, quirk_revisions, quirks_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CONSEQUENCE = {
     "promote_tail_before_finalize": "The computed tail's Stored reaches the router before its parent's: the real "
     "RadixTree rejects it whole (ParentBlockNotFound), so the block this request just computed is invisible to "
-    "prefix-aware routing, although the manager caches it. Fixed in revision R05 (finalize, then promote), which "
-    "is the ideal variant; the g1_manager vector pins R05's order.",
+    "prefix-aware routing, although the manager caches it. A finding about commit 366ff0ef (`--revision "
+    "366ff0ef`): revision R05, the seed, finalizes then promotes, as the ideal variant does, so the faithful model "
+    "does not have it; the g1_manager vector pins R05's order.",
     "prefix_hit_first_copy_only": "With duplicate copies of a hash (the same prompt run twice without an "
     "authorised prefix), the prefill cost reports an active hit as inactive reuse: active_cached_tokens "
     "undercounts, and a scheduler that prefers requests with active prefixes mis-ranks them.",
@@ -71,8 +72,9 @@ CONSEQUENCE.update(
     {
         "cleanup_erases_live_entry": "The pool forgets a block it holds: `is_registered` says no, prefix matching in "
         "that pool misses it, and a third registration of the same hash is accepted, so two blocks of one sequence "
-        "hash live in one pool (the duplicate the per-pool map exists to prevent). Fixed in later revisions (the "
-        "task removes the entry only if it is dead), which is the ideal variant here.",
+        "hash live in one pool (the duplicate the per-pool map exists to prevent). A finding about commit 403dd259 "
+        "(`--revision 403dd259`): the seed, dynamo-llm 1.0.2, fixes it (the task removes the entry only if it is "
+        "dead), as the ideal variant does, so the faithful model does not have it.",
         "global_registry_untiered": "A block copied to a second tier (device to host, host to disk) is never "
         "announced for that tier, and the first tier's Remove is held back until the last tier drops it: a "
         "consumer of KV events (the KV-event consolidator, the router) believes the block is still in the first "
@@ -200,6 +202,11 @@ def _index() -> list[str]:
 
 
 def _real(q: Any) -> str:
+    """Whether a real binary confirms the quirk, and the revisions of the real code that have it."""
+    return f"{_binary(q)}; revision(s) {', '.join(quirk_revisions(q.name))}"
+
+
+def _binary(q: Any) -> str:
     if q.component == "kv_manager":
         return "real RadixTree: " + ("yes" if q.name in ROUTER else "no visible effect") + " (docs/router.md)"
     if q.component == "kvbm_block_registry":
@@ -249,8 +256,11 @@ def _registry_section(bfs: dict[str, dict[str, int]]) -> list[str]:
         "",
         "On the real code: the registry lives in `dynamo-llm`, which the `ai-dynamo-runtime` wheel does not expose,",
         "so no finding here is confirmed on a binary. The model passes the registry's own Rust tests as vectors",
-        "(`kvmodel vectors`, 8 of 8, across commit 403dd259 and revisions R12/R13), and quirks 1 and 2 are fixed in",
-        "later revisions exactly as the ideal variant does. The ideal variant's invariants are proved by",
+        "(`kvmodel vectors`, 8 of 8, each on the revision it names: 403dd259 or R12/R13; and the project's own",
+        "translations of 1.0.2's behaviour). The faithful model is the seed, dynamo-llm 1.0.2; quirk 1",
+        "(`cleanup_erases_live_entry`) belongs to the older commit 403dd259 only and is fixed in the seed, and",
+        "quirk 2 is fixed in the tiered revisions R12/R13, exactly as the ideal variant does. The ideal variant's",
+        "invariants are proved by",
         "k-induction (`kvmodel prove --component registry`) and hold in every explored world.",
         "",
         "`PublishHandle::remove_handle` not disarming (§6 #21) is not a switchable quirk: it is load-bearing.",

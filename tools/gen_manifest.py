@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import explorer
-from kvmodel.model.quirks import faithful, quirks_of
+from kvmodel.model.quirks import faithful, quirks_of, revision
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,6 +84,7 @@ REG_ENTRIES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("registry-ideal-arcs", {**REG, "arcs": 1}, []),
     ("registry-ideal-shared-3", {**REG, "states": 3, "publishers": 1, "shared": 1}, []),
     ("registry-faithful", REG, sorted(faithful("kvbm_block_registry"))),
+    ("registry-revision-403dd259", REG, sorted(revision("kvbm_block_registry", "403dd259").quirks)),
 ]
 REG_ENTRIES += [(f"quirk-{q.name}-registry", REG, [q.name]) for q in quirks_of("kvbm_block_registry")]
 for name, sp, qs in REG_ENTRIES:
@@ -95,6 +96,7 @@ G1_ENTRIES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("g1-ideal", G1, []),
     ("g1-ideal-3-prompts", {**G1, "prompts": 3, "decode": 0}, []),
     ("g1-faithful", G1, sorted(faithful("g1_native"))),
+    ("g1-revision-366ff0ef", G1, sorted(revision("g1_native", "366ff0ef").quirks)),
 ]
 G1_ENTRIES += [(f"quirk-{q.name}-g1", G1, [q.name]) for q in quirks_of("g1_native")]
 for name, sp, qs in G1_ENTRIES:

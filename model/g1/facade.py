@@ -14,10 +14,10 @@ Results are the real ``G1Acquire`` values as strings: ``"Ready(n)"`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kvmodel.model.blocks import FullBlock
+from kvmodel.model.blocks import FullBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
 from kvmodel.model.g1.kvbm import KvbmDecodeReservation, KvbmDestination, KvbmKvManager
 from kvmodel.model.g1.native import (
@@ -29,6 +29,16 @@ from kvmodel.model.g1.native import (
     Published,
 )
 from kvmodel.model.g1.sequence import G1Deref, G1Promote, G1Signal, G1Use, NewActiveSequence
+
+
+def validate_plh_alignment(blocks: Sequence[UniqueBlock], plh_count: int) -> None:
+    """``validate_plh_alignment`` (g1_manager.rs R05): a Use's PLHs are one per full block,
+    else ``assert_eq!`` panics "PLHs must align with full blocks". Called where Rust calls it:
+    the native backend's ``process_for_request`` Use, its decode-path Use and its destination
+    reservation's layout."""
+    full_blocks = sum(1 for b in blocks if isinstance(b, FullBlock))
+    if plh_count != full_blocks:
+        raise NativePanic("PLHs must align with full blocks", f"left: {plh_count}, right: {full_blocks}")
 
 
 def layout_of(sig: G1Use) -> Layout:
@@ -135,9 +145,7 @@ class G1Manager:
             return self.kvbm.process(sig)
         m = self.native
         if isinstance(sig, G1Use):
-            n_full = sum(1 for b in sig.blocks if isinstance(b, FullBlock))
-            if len(sig.plhs) != n_full:
-                raise NativePanic("PLHs must align with full blocks", f"{len(sig.plhs)} for {n_full}")
+            validate_plh_alignment(sig.blocks, len(sig.plhs))
             status, n = m.use_for_request(owner, layout_of(sig), reusable_prefix_blocks)
             return f"Ready({n})" if status == READY else status
         if reusable_prefix_blocks != 0:
@@ -190,6 +198,9 @@ class G1Manager:
                 out = self.kvbm.process_use(sig, res)
                 if not out.startswith("Ready"):
                     raise NativePanic("reserved decode allocation must be infallible")
+                if self.kvbm.q("use_ready_counts_entries") and out != f"Ready({len(sig.blocks)})":
+                    # kvbm_backend.rs process_decode_signal: assert_eq!(allocated, blocks.len(), ...)
+                    raise NativePanic("reserved decode allocation must commit every block", out)
                 return out
             out = self.kvbm.process(sig)
             if not out.startswith("Ready"):
@@ -198,8 +209,9 @@ class G1Manager:
         if not isinstance(res, DecodeReservation):
             raise NativePanic("decode reservation belongs to a different G1 backend")
         if isinstance(sig, G1Use):
+            validate_plh_alignment(sig.blocks, len(sig.plhs))
             status, n = self.native.use_decode_reservation(owner, layout_of(sig), res)
-            if status != READY:
+            if status != READY or n != len(sig.blocks):
                 raise NativePanic("reserved decode allocation must be infallible")
             return f"Ready({n})"
         return self.process_for_request(owner, sig, 0)
@@ -216,16 +228,17 @@ class G1Manager:
 
     # -- destination reservations
     def reserve_destination_at(
-        self, owner: int, sequence: NewActiveSequence
+        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None = None
     ) -> DestinationReservation | KvbmDestination | str:
+        """``reserve_destination_at(owner, sequence, eviction_now_ms)``: the prompt's layout,
+        reserved (native: the PLH alignment is validated first). ``eviction_now_ms`` reaches the
+        backends, which use it only with an offload engine (not modelled)."""
         sig = sequence.prepare_allocation(sequence.num_input_tokens)
         if self.kvbm is not None:
-            d = self.kvbm.reserve_destination(sig)
+            d = self.kvbm.reserve_destination(sig, eviction_now_ms)
             return "CapacityExhausted" if d is None else d
         if sig is not None:
-            n_full = sum(1 for b in sig.blocks if isinstance(b, FullBlock))
-            if len(sig.plhs) != n_full:
-                raise NativePanic("PLHs must align with full blocks")
+            validate_plh_alignment(sig.blocks, len(sig.plhs))
         r = self.native.reserve_destination(owner, None if sig is None else layout_of(sig), sequence.num_input_tokens)
         return "CapacityExhausted" if r is None else r
 

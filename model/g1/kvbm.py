@@ -292,6 +292,16 @@ def make_index(name: str) -> Index:
 
 # --------------------------------------------------------------------------- substrate
 
+COUNTERS = (
+    "allocations",
+    "allocations_from_reset",
+    "evictions",
+    "registrations",
+    "stagings",
+    "match_hashes_requested",
+    "match_blocks_returned",
+)
+
 
 class Substrate:
     """kvbm-logical ``BlockManager<G1>`` with the Reject policy (KL-MGR, KL-STORE)."""
@@ -304,6 +314,8 @@ class Substrate:
         self.inactive: Index = make_index(backend)
         self.tick = 0
         self.dedup = 0
+        # kvbm-logical's BlockPoolMetrics counters (metrics/pool_metrics.rs); not part of the key
+        self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
 
     def clone(self) -> Substrate:
         c = Substrate.__new__(Substrate)
@@ -311,6 +323,7 @@ class Substrate:
         c.primaries = {k: list(v) for k, v in self.primaries.items()}
         c.inactive = self.inactive.clone()
         c.tick, c.dedup = self.tick, self.dedup
+        c.counters = dict(self.counters)
         return c
 
     def available(self) -> int:
@@ -325,12 +338,17 @@ class Substrate:
         evicted: list[PLH] = []
         while len(out) < n and self.free:
             out.append(self.free.popleft())
+        from_reset = len(out)
         while len(out) < n:
             got = self.inactive.evict()
             assert got is not None
             evicted.append(got[0])
             out.append(got[1])
         self.mutable.update(out)
+        c = self.counters
+        c["allocations"] += n
+        c["allocations_from_reset"] += from_reset
+        c["evictions"] += len(evicted)
         return out, evicted
 
     def release_mutable(self, block: int) -> None:
@@ -340,25 +358,33 @@ class Substrate:
     def register(self, block: int, plh: PLH) -> int:
         """Reject policy: an active primary or an inactive block (resurrected) with this PLH
         wins and the candidate slot goes to the back of the free list."""
-        got = self.match(plh)
+        self.counters["stagings"] += 1
+        got = self.match(plh, count=False)
         if got is not None:
             self.dedup += 1
             self.release_mutable(block)
             return got
         self.mutable.discard(block)
         self.primaries[plh] = [block, 1]
+        self.counters["registrations"] += 1
         return block
 
-    def match(self, plh: PLH) -> int | None:
+    def match(self, plh: PLH, count: bool = True) -> int | None:
         """One handle on the block registered under ``plh`` (resurrecting an inactive one)."""
+        if count:
+            self.counters["match_hashes_requested"] += 1
         p = self.primaries.get(plh)
         if p is not None:
             p[1] += 1
+            if count:
+                self.counters["match_blocks_returned"] += 1
             return p[0]
         b = self.inactive.take(plh)
         if b is None:
             return None
         self.primaries[plh] = [b, 1]
+        if count:
+            self.counters["match_blocks_returned"] += 1
         return b
 
     def drop(self, plh: PLH) -> None:
@@ -440,6 +466,14 @@ class _Prepared:
     block: UniqueBlock
     full_idx: int | None = None
     slot: int | None = None  # matched: the pinned block; fresh: the candidate slot
+
+
+class _Unwind(Exception):
+    """A panic inside ``commit_use``'s walk, with what its frame releases while unwinding."""
+
+    def __init__(self, panic: KvbmPanic, release: Any) -> None:
+        super().__init__(panic.id)
+        self.panic, self.release = panic, release
 
 
 class KvbmKvManager:
@@ -524,7 +558,8 @@ class KvbmKvManager:
             raise KvbmPanic("Use: local_hashes must be empty or match FullBlock count", f"{len(sig.local_hashes)}")
         if sig.token_ids is not None and len(sig.token_ids) != n:
             raise KvbmPanic("Use: token_ids must be absent or match FullBlock count", f"{len(sig.token_ids)}")
-        if isinstance(sig.parent, PartialBlock):
+        if isinstance(sig.parent, PartialBlock) and not self.q("commit_asserts_after_partial_commit"):
+            # faithful: commit_use panics on it after registering the fresh blocks (below)
             raise KvbmPanic("parent block cannot be partial")
         if not self.q("active_partial_use_noop"):
             for b in sig.blocks:
@@ -604,14 +639,25 @@ class KvbmKvManager:
         return EXHAUSTED
 
     def _commit(self, sig: G1Use, prepared: list[_Prepared]) -> int:
-        """Register the fresh full blocks as one batch, then walk the list with the lineage
-        cursor, publishing one Stored per run of fresh registrations. Returns the slots taken."""
-        cursor: int | None = None if sig.parent is None else sig.parent.hash  # type: ignore[union-attr]
+        """``commit_use``: register the fresh full blocks as one batch, then walk the list with
+        the lineage cursor, publishing one Stored per run of fresh registrations. Returns the
+        slots taken.
+
+        A panic in the walk (§6 #24, or a partial parent, which Rust finds only after the batch
+        registration) leaves the entries before it committed; the rest are dropped as the
+        unwinding Rust code drops them: the failing entry's own handle, then the prepared
+        entries not yet walked (matched handles released, fresh partial slots back to the reset
+        list), then the batch's registrations not yet consumed. The run and the Removed are never
+        published (the evicted blocks keep their shadow entries)."""
         canon: dict[int, int] = {}
         for p in prepared:
             if p.kind == "fresh_full":
                 assert p.slot is not None and p.full_idx is not None
                 canon[id(p)] = self.sub.register(p.slot, sig.plhs[p.full_idx])
+        if isinstance(sig.parent, PartialBlock):  # faithful only (the ideal model rejected it)
+            self._unwind(sig, prepared, 0, None)
+            raise KvbmPanic("parent block cannot be partial")
+        cursor: int | None = sig.parent.hash if isinstance(sig.parent, FullBlock) else None
         group: list[tuple[int, int | None, list[int] | None]] = []
         group_parent: list[int | None] = [cursor]
         cacheable = sig.cacheable
@@ -632,21 +678,28 @@ class KvbmKvManager:
         for i, p in enumerate(prepared):
             try:
                 cursor = self._commit_one(sig, p, canon, cursor, cacheable, flush, append)
-            except KvbmPanic:
-                # §6 #24: the entries before this one stay committed; the rest are dropped as
-                # the unwinding Rust code drops them (pins and registered handles released,
-                # candidate slots freed); the run and the Removed are never published.
-                for q in prepared[i:]:
-                    if q.kind in ("matched", "fresh_full"):
-                        assert q.full_idx is not None
-                        self.sub.drop(sig.plhs[q.full_idx])
-                    elif q.kind == "fresh_partial" and q.slot is not None:
-                        self.sub.release_mutable(q.slot)
-                raise
+            except _Unwind as u:
+                self._unwind(sig, prepared, i + 1, u.release)
+                raise u.panic from None
             if p.kind in ("fresh_full", "fresh_partial") and (p.kind == "fresh_partial" or canon[id(p)] == p.slot):
                 taken += 1
         flush()
         return taken
+
+    def _unwind(self, sig: G1Use, prepared: list[_Prepared], start: int, release: Any) -> None:
+        """Drop what a panicking ``commit_use`` still owns, in Rust's order (see ``_commit``)."""
+        if release is not None:
+            release()
+        for q in prepared[start:]:
+            if q.kind == "matched":
+                assert q.full_idx is not None
+                self.sub.drop(sig.plhs[q.full_idx])
+            elif q.kind == "fresh_partial" and q.slot is not None:
+                self.sub.release_mutable(q.slot)
+        for q in prepared[start:]:
+            if q.kind == "fresh_full":
+                assert q.full_idx is not None
+                self.sub.drop(sig.plhs[q.full_idx])
 
     def _commit_one(
         self,
@@ -673,7 +726,11 @@ class KvbmKvManager:
                 e = self.active_full.get(b.hash)
                 if e is not None:
                     if e.block != block:
-                        raise KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash))
+                        # insert_or_retain_active_full's assert_eq!: the handle argument drops
+                        raise _Unwind(
+                            KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash)),
+                            lambda: self.sub.drop(plh),
+                        )
                     e.refs += 1
                     self.sub.drop(plh)
                 else:
@@ -686,22 +743,30 @@ class KvbmKvManager:
                 assert p.slot is not None
                 e = self.active_full.get(b.hash)
                 if e is not None:  # the same hash with a second PLH, registered fresh
-                    raise KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash))
+                    raise _Unwind(
+                        KvbmPanic("active full-block hash resolved to a different physical block", str(b.hash)),
+                        lambda: self.sub.drop(plh),
+                    )
                 self.active_full[b.hash] = ActiveFull(p.slot, plh, 1)
                 stale = self.registered.get(plh)
                 self.registered[plh] = Shadow(b.hash, p.slot, cursor, lh, toks, cacheable)
                 if stale is not None:
                     # A shadow left by an earlier panic (its eviction never reported): the
                     # insert's is_none assertion fires after the handle moved into active_full.
-                    p.kind = "installed"
-                    raise KvbmPanic("registered block shadow already present", repr(plh))
+                    raise _Unwind(KvbmPanic("fresh Use replaced registered block", repr(plh)), None)
                 append(b.hash, lh, toks)
             return b.hash
         if p.kind == "fresh_partial":
             assert isinstance(b, PartialBlock) and p.slot is not None
-            if b.uuid in self.active_partial:
-                raise KvbmPanic("fresh Use replaced active partial block", b.uuid)
+            old = self.active_partial.get(b.uuid)
             self.active_partial[b.uuid] = p.slot
+            if old is not None:
+                # assert!(active_partial.insert(uuid, mutable).is_none()): the new slot is in the
+                # map, the replaced one drops while the panic unwinds
+                raise _Unwind(
+                    KvbmPanic("fresh Use replaced active partial block", b.uuid),
+                    lambda: self.sub.release_mutable(old),
+                )
         return cursor
 
     def _alias(self, plh: PLH, h: int, cacheable: bool) -> bool:
@@ -814,8 +879,52 @@ class KvbmKvManager:
             self.sub.release_mutable(s)
         res.slots = []
 
+    # -- white-box helpers the Rust tests call directly
+    def allocate_unpublished_blocks(self, count: int, eviction_now_ms: float | None = None) -> list[int] | None:
+        """``allocate_unpublished_blocks(count, eviction_now_ms)``: ``count`` reset slots (the
+        free list first, then evictions, whose Removed is published at once), or None for
+        ``CapacityExhausted``. ``eviction_now_ms`` only matters with an offload engine, which is
+        not modelled."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= self.max_capacity:
+            raise InvalidInput(f"count must be a usize within the capacity {self.max_capacity}, got {count!r}")
+        got = self.sub.allocate(count)
+        if got is None:
+            return None
+        self._publish_removed(got[1])
+        return list(got[0])
+
+    def acquire_existing_full(self, seq_hash: int, plh: PLH) -> bool:
+        """``acquire_existing_full``: a handle on the active block of ``seq_hash``, else on the
+        block registered under ``plh`` (resurrecting an inactive one). Returns whether one was
+        taken (the handle pins the primary until dropped)."""
+        e = self.active_full.get(seq_hash)
+        if e is not None:
+            self.sub.primaries[e.plh][1] += 1
+            return True
+        return self.sub.match(plh) is not None
+
+    def construct_destination_reservation(
+        self, cached_prefix: Sequence[tuple[int, PLH]], unpublished: Sequence[int], layout: G1Use | None
+    ) -> KvbmDestination:
+        """A ``VllmDestinationReservation { cached_prefix, unpublished_blocks, layout }`` built
+        directly, as the Rust tests do: each cached-prefix entry takes a handle through
+        ``acquire_existing_full``; ``unpublished`` are slots from ``allocate_unpublished_blocks``."""
+        slots = list(unpublished)
+        for s_ in slots:
+            if s_ not in self.sub.mutable or s_ in self.active_partial.values():
+                raise InvalidInput(f"slot {s_} is not an unpublished (allocated, unowned) block")
+        pinned: list[tuple[int, PLH]] = []
+        for h, plh in cached_prefix:
+            e = self.active_full.get(h)
+            if not self.acquire_existing_full(h, plh):
+                for _, q in pinned:
+                    self.sub.drop(q)
+                raise InvalidInput(f"cached prefix block {h} is neither active nor registered")
+            pinned.append((h, e.plh if e is not None else plh))
+        return KvbmDestination(layout, pinned, slots)
+
     # -- destination reservations
-    def reserve_destination(self, lay: G1Use | None) -> KvbmDestination | None:
+    def reserve_destination(self, lay: G1Use | None, eviction_now_ms: float | None = None) -> KvbmDestination | None:
         if lay is None:
             return KvbmDestination(None, [], [])
         saved = None if self.q("failed_use_reorders_inactive") else (self.sub.inactive.clone(), self.sub.tick)
@@ -854,23 +963,45 @@ class KvbmKvManager:
             self.sub.release_mutable(s)
         res.pinned, res.unpublished = [], []
 
+    def _validate_destination(self, res: KvbmDestination, lay: G1Use) -> None:
+        """``activate_destination``'s asserts, in Rust's order, with Rust's messages."""
+        n = sum(1 for b in lay.blocks if isinstance(b, FullBlock))
+        if len(lay.plhs) != n:
+            raise KvbmPanic("destination PLH count must match full block count", f"left: {len(lay.plhs)}, right: {n}")
+        if lay.local_hashes and len(lay.local_hashes) != n:
+            raise KvbmPanic("destination local hash count must be empty or match full block count")
+        if lay.token_ids is not None and len(lay.token_ids) != n:
+            raise KvbmPanic("destination token metadata count must match full block count")
+        if len(res.pinned) > len(lay.blocks):
+            raise KvbmPanic("destination cached prefix exceeds block layout")
+        if len(res.unpublished) != len(lay.blocks) - len(res.pinned):
+            raise KvbmPanic(
+                "destination unpublished block count must cover the uncached layout",
+                f"left: {len(res.unpublished)}, right: {len(lay.blocks) - len(res.pinned)}",
+            )
+        for (h, _), b in zip(res.pinned, lay.blocks, strict=False):
+            if not isinstance(b, FullBlock):
+                raise KvbmPanic("destination cached prefix cannot contain a partial block")
+            if b.hash != h:
+                raise KvbmPanic("destination cached prefix hash must match block layout", f"{b.hash} vs {h}")
+        if isinstance(lay.parent, PartialBlock):
+            raise KvbmPanic("parent block cannot be partial")
+
     def activate_destination(self, res: KvbmDestination) -> None:
+        """``activate_destination``: validate the layout against the reservation (Rust's asserts
+        and messages, in order, before any change), then publish the transferred blocks,
+        reconciling cache entries that appeared since the reservation."""
         lay = res.layout
         if lay is None or not res.live:
             res.live = False
             return
-        n = sum(1 for b in lay.blocks if isinstance(b, FullBlock))
-        if len(lay.plhs) != n:
-            raise KvbmPanic("destination PLH count must match full block count")
-        if lay.local_hashes and len(lay.local_hashes) != n:
-            raise KvbmPanic("destination local hashes must match full block count")
-        if lay.token_ids is not None and len(lay.token_ids) != n:
-            raise KvbmPanic("destination token ids must match full block count")
-        if len(res.pinned) > len(lay.blocks) or len(res.unpublished) != len(lay.blocks) - len(res.pinned):
-            raise KvbmPanic("destination reservation does not cover its layout")
-        for (h, _), b in zip(res.pinned, lay.blocks, strict=False):
-            if not isinstance(b, FullBlock) or b.hash != h:
-                raise KvbmPanic("destination pinned prefix does not match its layout")
+        try:
+            self._validate_destination(res, lay)
+        except KvbmPanic:
+            # the reservation was moved into the call: unwinding drops it (its slots go back to
+            # the reset list, its cached prefix's handles are released)
+            self.cancel_destination(res)
+            raise
         res.live = False
         cursor = None if not isinstance(lay.parent, FullBlock) else lay.parent.hash
         slots = list(res.unpublished)
@@ -927,16 +1058,27 @@ class KvbmKvManager:
 
     # -- retry witness (offload) and metrics
     def validate_retry_witness(self, attempted: int, retried: bool, witness: int, released: int) -> None:
-        """The offload retry witness: not yet retried, slots released, a newer generation, and
-        the current one (asserted in that order)."""
+        """``validate_retry_witness``: the offload retry witness of one atomic reservation. Four
+        asserts, in Rust's order, with Rust's messages: not retried before, a positive slot
+        delta, a generation newer than the attempted one, and the current generation."""
+        for name, v in (("attempted_generation", attempted), ("witness_generation", witness), ("released", released)):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**64:
+                raise InvalidInput(f"{name} must be a u64, got {v!r}")
+        if not isinstance(retried, bool):
+            raise InvalidInput(f"retried must be a boolean, got {retried!r}")
         if retried:
-            raise KvbmPanic("G1 retry witness was already used")
+            raise KvbmPanic("one atomic G1 reservation retried more than once")
         if released == 0:
-            raise KvbmPanic("retry witness released zero G1 slots")
+            raise KvbmPanic("RetryNow released zero G1 slots")
         if witness <= attempted:
-            raise KvbmPanic("retry witness generation is not newer than attempted generation")
+            raise KvbmPanic(
+                "RetryNow generation {} is not newer than attempted generation {}", f"{witness} vs {attempted}"
+            )
         if witness != self.capacity_generation:
-            raise KvbmPanic("retry witness generation does not match the current capacity generation")
+            raise KvbmPanic(
+                "RetryNow generation does not match current G1 capacity generation",
+                f"left: {witness}, right: {self.capacity_generation}",
+            )
 
     def reserved_slots(self) -> int:
         """Mutable slots not held as partials: decode and destination reservations."""
