@@ -87,16 +87,40 @@ def error_names(component: str = "kv_manager") -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+def json_safe(x: Any, depth: int = 0) -> Any:
+    """``x`` with anything JSON cannot hold replaced by its ``repr`` (an adapter may return
+    sets, objects, NaN, huge structures): reports, traces and ``explain()`` stay printable."""
+    if depth > 32:
+        return "<nested too deeply>"
+    if x is None or isinstance(x, bool | str):
+        return x
+    if isinstance(x, int):
+        return x if -(2**64) < x < 2**64 else repr(x)[:80]
+    if isinstance(x, float):
+        return x if x == x and x not in (float("inf"), float("-inf")) else repr(x)
+    if isinstance(x, list | tuple):
+        return [json_safe(v, depth + 1) for v in list(x)[:1000]]
+    if isinstance(x, dict):
+        return {str(k): json_safe(v, depth + 1) for k, v in list(x.items())[:1000]}
+    return repr(x)[:200]
+
+
 @attrs.define
 class Divergence:
-    """The first step where the implementation and the model disagree."""
+    """The first step where the implementation and the model disagree. ``what``: ``returns``,
+    ``error``, ``events``, ``exception`` (the adapter raised), ``malformed`` (its answer is not an
+    observation), ``timeout`` (a step took longer than ``step_timeout``) or ``reset`` (``reset``
+    raised)."""
 
     step: int
     op: str
     args: Any
-    what: str  # "returns", "error", "events" or "exception"
+    what: str
     model: Any
     implementation: Any
+
+    def __attrs_post_init__(self) -> None:
+        self.model, self.implementation = json_safe(self.model), json_safe(self.implementation)
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -123,10 +147,17 @@ class DiffReport:
     divergence: Divergence | None = None
     ops: list[tuple[str, Any]] | None = None  # the shrunk operation list
     trace: dict[str, Any] | None = None  # the model's run of ``ops``, divergence marked
+    flaky: bool = False  # a divergence was seen but did not reproduce: ops and trace are unshrunk
+    shrink_runs: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.divergence is None
+        """No divergence was ever observed (a flaky one makes the report not ok)."""
+        return self.divergence is None and not self.flaky
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.ok else "violation"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,6 +170,9 @@ class DiffReport:
             "seconds": round(self.seconds, 3),
             "seed": self.seed,
             "divergence": None if self.divergence is None else self.divergence.to_json(),
+            "flaky": self.flaky,
+            "verdict": self.verdict,
+            "shrink_runs": self.shrink_runs,
             "ops": self.ops,
         }
 
@@ -151,11 +185,12 @@ class DiffReport:
             return f"{self.implementation}: {self.workloads} workloads, {self.steps} steps, no divergence"
         from kvmodel import show
 
-        assert self.trace is not None
-        return (
+        how = "FLAKY: it did not reproduce when re-run, unshrunk" if self.flaky else "after shrinking"
+        text = (
             f"{self.implementation} diverges from the {self.component} model ({len(self.ops or [])} step(s) "
-            f"after shrinking): {self.divergence}\n" + show.terminal(self.trace)
+            f"{how}): {self.divergence}\n"
         )
+        return text + (show.terminal(self.trace) if self.trace is not None else "")
 
 
 def _same_error(model_err: dict[str, Any], got: Any) -> bool:
@@ -165,8 +200,11 @@ def _same_error(model_err: dict[str, Any], got: Any) -> bool:
 def _compare(i: int, op: str, args: Any, model: dict[str, Any], got: Any) -> Divergence | None:
     if not isinstance(got, dict) or not ({"returns", "error"} & set(got)):
         return Divergence(
-            i, op, args, "exception", model, f"step() must return a dict with 'returns' or 'error': {got!r}"
+            i, op, args, "malformed", model, f"step() must return a dict with 'returns' or 'error': {got!r}"
         )
+    ev = got.get("events", [])
+    if not isinstance(ev, list | tuple):
+        return Divergence(i, op, args, "malformed", model, f"'events' must be a list, got {ev!r}")
     if "error" in model:
         if not _same_error(model["error"], got.get("error")):
             return Divergence(
@@ -217,18 +255,69 @@ def _concrete(
     return ops
 
 
+DEFAULT_STEP_TIMEOUT = 10.0  # seconds per adapter call (reset or step)
+
+
+class _Stuck(Exception):
+    """An adapter call did not return within the step timeout; the adapter cannot be used again."""
+
+
+class _Caller:
+    """Runs adapter calls on one worker thread with a timeout (a hung call cannot be killed, so
+    once one times out every later call is refused)."""
+
+    def __init__(self, timeout: float | None) -> None:
+        import concurrent.futures
+
+        self.timeout = timeout
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvmodel-adapter")
+        self.stuck = False
+
+    def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
+        import concurrent.futures
+
+        if self.stuck:
+            raise _Stuck("an earlier call timed out")
+        if self.timeout is None:
+            return fn(*args)
+        fut = self.pool.submit(fn, *args)
+        try:
+            return fut.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            self.stuck = True
+            raise _Stuck(f"no answer within {self.timeout:g} s") from None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=not self.stuck, cancel_futures=True)
+
+
 def differential(
-    adapter: Adapter, component: str, config: dict[str, Any], quirks: Sequence[str], ops: Sequence[tuple[str, Any]]
+    adapter: Adapter,
+    component: str,
+    config: dict[str, Any],
+    quirks: Sequence[str],
+    ops: Sequence[tuple[str, Any]],
+    call: Callable[..., Any] | None = None,
 ) -> tuple[Divergence | None, int]:
-    """Run ``ops`` on a fresh model and a reset adapter; the first divergence and the steps run."""
+    """Run ``ops`` on a fresh model and a reset adapter; the first divergence and the steps run.
+    Nothing the adapter does escapes: an exception, a malformed answer or a timeout (``call``
+    runs each adapter call with one) is a divergence of its own kind."""
+    call = call or (lambda fn, *a: fn(*a))
     sys_ = make_system(component, config, quirks)
-    adapter.reset(dict(sys_.config))
+    try:
+        call(adapter.reset, dict(sys_.config))
+    except _Stuck as e:
+        return Divergence(0, "reset", dict(sys_.config), "timeout", None, str(e)), 0
+    except Exception as e:
+        return Divergence(0, "reset", dict(sys_.config), "reset", None, repr(e)[:300]), 0
     for i, (op, args) in enumerate(ops):
         model = sys_.step(op, args).observation(None)
         try:
-            got = adapter.step(op, json.loads(json.dumps(args)))
+            got = call(adapter.step, op, json.loads(json.dumps(args)))
+        except _Stuck as e:
+            return Divergence(i, op, args, "timeout", model.get("error", model.get("returns")), str(e)), i + 1
         except Exception as e:  # the implementation crashed: a divergence, not our failure
-            return Divergence(i, op, args, "exception", model.get("error", model.get("returns")), repr(e)), i + 1
+            return Divergence(i, op, args, "exception", model.get("error", model.get("returns")), repr(e)[:300]), i + 1
         d = _compare(i, op, args, model, got)
         if d is not None:
             return d, i + 1
@@ -246,6 +335,7 @@ def check_implementation(
     seed: int = 0,
     space: Any | None = None,
     revision: str | None = None,
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
 ) -> DiffReport:
     """Differential check of ``adapter`` against the model of ``component``.
 
@@ -253,8 +343,11 @@ def check_implementation(
     revision of the real code, or a list of quirk names; ``revision``: a named revision of the
     real code instead (``kvmodel quirks`` lists them; e.g. ``"403dd259"`` for the registry).
     ``space``: the explorer space whose moves generate the workloads (default: a wider one than
-    ``kvmodel check`` uses). Deterministic for a given seed. Never raises for a divergence:
-    look at ``report.ok``.
+    ``kvmodel check`` uses). ``step_timeout``: seconds an adapter call may take (default 10;
+    ``None``: no limit); a call that takes longer is a divergence of kind ``timeout`` and ends the
+    run. Deterministic for a given seed. Never raises for a divergence: look at ``report.ok``.
+    Any divergence observed makes the report not ok; one that does not reproduce when re-run
+    is reported ``flaky`` with the operations and trace as first seen.
     """
     from hypothesis import strategies as st
 
@@ -262,6 +355,11 @@ def check_implementation(
     from kvmodel.model.quirks import faithful
     from kvmodel.model.quirks import revision as named_revision
 
+    for name, v, lo in (("workloads", workloads, 1), ("max_steps", max_steps, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"{name} must be an integer of at least {lo}, got {v!r}")
+    if step_timeout is not None and not (isinstance(step_timeout, int | float) and 0 < step_timeout < float("inf")):
+        raise ValueError(f"step_timeout must be a positive number of seconds or None, got {step_timeout!r}")
     impl: Adapter = adapter if hasattr(adapter, "step") else adapter()  # type: ignore[assignment]
     if revision is not None:
         q = sorted(named_revision(component, revision).quirks)
@@ -272,41 +370,61 @@ def check_implementation(
     rep = DiffReport(getattr(impl, "name", type(impl).__name__), component, cfg, q, seed=seed)
     determinism.pin()
     t0 = time.perf_counter()
-    found: list[list[tuple[str, Any]]] = []
+    found: list[tuple[list[tuple[str, Any]], Divergence]] = []
+    call = _Caller(step_timeout)
 
     def diverges(picks: list[int], shrinking: bool) -> bool:
+        if call.stuck:  # a hung adapter: nothing more can be asked of it
+            return bool(found)
         ops = _concrete(component, cfg, q, picks, sp)
-        d, n = differential(impl, component, cfg, q, ops)
-        if not shrinking:
+        d, n = differential(impl, component, cfg, q, ops, call)
+        if shrinking:
+            rep.shrink_runs += 1
+        else:
             rep.workloads += 1
             rep.steps += n
         if d is not None:
-            found.append(ops[: d.step + 1])
+            found.append((ops[: d.step + 1], d))
         return d is not None
 
-    strategy = st.lists(st.integers(0, 10_000), min_size=1, max_size=max_steps)
-    failing_examples(strategy, workloads=workloads, seed=seed, diverges=diverges)
-    failing = found
-    if failing:
-        ops = _minimize(impl, component, cfg, q, min(failing, key=len))
-        d, _ = differential(impl, component, cfg, q, ops)
-        rep.divergence, rep.ops = d, ops
-        rep.trace = traces.record(
-            component,
-            cfg,
-            q,
-            ops,
-            origin={"engine": "differential", "implementation": rep.implementation, "seed": seed},
-            stop_at_violation=False,
-        )
-        if d is not None:
+    try:
+        strategy = st.lists(st.integers(0, 10_000), min_size=1, max_size=max_steps)
+        failing_examples(strategy, workloads=workloads, seed=seed, diverges=diverges)
+        if found:
+            first_ops, first_d = found[0]
+            ops = min((o for o, _ in found), key=len)
+            d: Divergence | None = None
+            if not call.stuck:
+                ops = _minimize(impl, component, cfg, q, ops, call)
+                d, _ = differential(impl, component, cfg, q, ops, call)
+            if d is None:  # seen, but not when re-run: flaky (or the adapter hung)
+                rep.flaky = first_d.what != "timeout"
+                ops, d = first_ops, first_d
+            rep.divergence, rep.ops = d, ops
+            rep.trace = traces.record(
+                component,
+                cfg,
+                q,
+                ops,
+                origin={"engine": "differential", "implementation": rep.implementation, "seed": seed},
+                stop_at_violation=False,
+            )
             rep.trace["origin"]["divergence"] = d.to_json()
+            if rep.flaky:
+                rep.trace["origin"]["flaky"] = True
+    finally:
+        call.close()
     rep.seconds = time.perf_counter() - t0
     return rep
 
 
 def _minimize(
-    impl: Adapter, component: str, config: dict[str, Any], quirks: Sequence[str], ops: list[tuple[str, Any]]
+    impl: Adapter,
+    component: str,
+    config: dict[str, Any],
+    quirks: Sequence[str],
+    ops: list[tuple[str, Any]],
+    call: Callable[..., Any] | None = None,
 ) -> list[tuple[str, Any]]:
     """Drop every step whose removal keeps a divergence (1-minimal); a dropped step may make
     a later one invalid for the model (a name not bound): such candidates are skipped."""
@@ -317,10 +435,10 @@ def _minimize(
         for i in range(len(cur)):
             cand = cur[:i] + cur[i + 1 :]
             try:
-                d, _ = differential(impl, component, config, quirks, cand)
+                d, _ = differential(impl, component, config, quirks, cand, call)
             except InvalidInput:
                 continue
-            if d is not None:
+            if d is not None and d.what != "timeout":
                 cur = cand[: d.step + 1]
                 changed = True
                 break

@@ -8,13 +8,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kvmodel import __version__
+from kvmodel.cliargs import (
+    SEED,
+    OneLineParser,
+    UsageError,
+    check_outputs,
+    fill,
+    integer,
+    nonempty,
+    reject_foreign,
+    seconds,
+)
 from kvmodel.progress import Progress
+from kvmodel.verdicts import EXIT, worst
 
 ENGINES = ("hypothesis", "explore", "z3", "conform")
 # The bounded configuration `kvmodel check` explores exhaustively (seconds on 2 cores).
@@ -73,10 +86,6 @@ CHECK_CONFORM_WORKLOADS = 200
 PROFILES = {"ci": {"max_examples": 200, "steps": 30}, "deep": {"max_examples": 3000, "steps": 60}}
 
 
-class UsageError(Exception):
-    pass
-
-
 def _emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
@@ -98,6 +107,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from kvmodel import machines, traces
     from kvmodel.model.quirks import faithful, quirks_of
 
+    check_outputs(args, ("html", "junit"))
     comps = [canonical_component(c) for c in args.component] if args.component else list(CHECK_COMPONENTS)
     for c in comps:
         if c not in CHECK_COMPONENTS:
@@ -160,8 +170,9 @@ def cmd_check(args: argparse.Namespace) -> int:
                 bar.update(f"hypothesis on {comp} ({label})", force=True)
                 r = machines.run(comp, quirks=quirks, mode=label, seed=args.seed, **_budget(prof))
                 row = r.to_json() | {"check": label, "trace": save(r, label)}
-                ok = r.violation is None and r.error is None
+                ok = r.violation is None and r.error is None and r.examples > 0
                 row["verdict"] = "pass" if ok else bad
+                row["outcome"] = _hypothesis_outcome(r, expect_violation=False)
                 failed |= not ok
                 results.append(row)
                 _log(args, _line(row), bar)
@@ -184,18 +195,23 @@ def cmd_check(args: argparse.Namespace) -> int:
                     }
                     ok = r.violation is not None and r.error is None
                     row["verdict"] = "reproduced" if ok else "NOT REPRODUCED"
+                    row["outcome"] = _hypothesis_outcome(r, expect_violation=True)
                     failed |= not ok
                     results.append(row)
                     _log(args, _line(row), bar)
     bar.close()
+    verdict = worst(
+        row.get("outcome") or ("pass" if row["verdict"] in ("pass", "reproduced") else "violation") for row in results
+    )
     summary = {
+        "verdict": verdict,
         "mode": mode,
         "engines": engines,
         "components": comps,
         "profile": args.profile,
         "seed": args.seed,
         "results": results,
-        "ok": not failed,
+        "ok": verdict == "pass",
     }
     if args.itf:
         from kvmodel.itf import from_trace
@@ -219,8 +235,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         _emit_json(summary)
     else:
         n_ok = sum(1 for r in results if r["verdict"] in ("pass", "reproduced"))
-        print(f"{n_ok} of {len(results)} checks as expected; " + ("all good" if not failed else "see above"))
-    return 1 if failed else 0
+        print(
+            f"{n_ok} of {len(results)} checks as expected; verdict: {verdict}" + ("" if not failed else " (see above)")
+        )
+    return EXIT[verdict]
+
+
+def _hypothesis_outcome(r: Any, *, expect_violation: bool) -> str:
+    """A Hypothesis row's verdict: a violation found where none is expected (or none found
+    where one is), an engine error (a flaky test), or nothing run at all (inconclusive)."""
+    if r.error is not None:
+        return "error" if r.error.startswith("Flaky") else "violation"
+    if r.examples == 0:
+        return "inconclusive"
+    found = r.violation is not None
+    return "pass" if found == expect_violation else "violation"
 
 
 def _explore_setup(comp: str) -> tuple[Any, dict[str, Any]]:
@@ -259,6 +288,7 @@ def _check_explore(
             verdict: str,
             among: Iterable[str] | None,
             comp: str = comp,
+            outcome: str = "pass",
         ) -> None:
             names = [n for n in r.violations if among is None or n in among]
             viol = None
@@ -286,26 +316,31 @@ def _check_explore(
                     "violation": viol,
                     "trace": viol["trace_path"] if viol else None,
                     "error": None,
+                    "outcome": outcome,
                 }
             )
 
         if mode in ("ideal", "both"):
             r = explorer.explore(cfg, (), space)
             ok = not r.violations and not r.missing_witnesses and r.complete
-            row("ideal (exhaustive)", "ideal", r, "pass" if ok else "FAIL", None)
+            out = "pass" if ok else "violation" if r.violations or r.missing_witnesses else "inconclusive"
+            row("ideal (exhaustive)", "ideal", r, "pass" if ok else "FAIL", None, outcome=out)
         if mode == "faithful":
             r = explorer.explore(cfg, faithful(comp) if rev_quirks is None else rev_quirks, space)
-            row("faithful (exhaustive)", "faithful", r, "VIOLATION" if r.violations else "pass", None)
+            out = "violation" if r.violations else "pass" if r.complete else "inconclusive"
+            row("faithful (exhaustive)", "faithful", r, "VIOLATION" if r.violations else "pass", None, outcome=out)
         if mode == "both":
             for q in quirks_of(comp):
                 r = explorer.explore(cfg, (q.name, *q.requires), space)
                 ok = all(b in r.violations for b in q.breaks)
+                out = "pass" if ok else "inconclusive" if not r.complete else "violation"
                 row(
                     f"quirk {q.name} (exhaustive)",
                     f"quirk-{q.name}",
                     r,
                     "reproduced" if ok else "NOT REPRODUCED",
                     q.breaks,
+                    outcome=out,
                 )
     return rows
 
@@ -347,7 +382,7 @@ def _check_conform(seed: int, out_dir: Path) -> dict[str, Any]:
     }
     why = radix.real_available()
     if why is not None:
-        row.update(verdict="FAIL", error=why)
+        row.update(verdict="FAIL", error=why, outcome="error")
         return row
     rep = radix.run(radix.ModelRadixTree(), radix.RealRadixTree(), workloads=CHECK_CONFORM_WORKLOADS, seed=seed)
     j = rep.to_json()
@@ -383,7 +418,7 @@ def _check_mocker(seed: int) -> dict[str, Any]:
     }
     why = mocker.available()
     if why is not None:
-        row.update(verdict="FAIL", error=why)
+        row.update(verdict="FAIL", error=why, outcome="error")
         return row
     j = mocker.run(workloads=CHECK_CONFORM_WORKLOADS, seed=seed).to_json()
     row.update(steps=j["events"], seconds=j["seconds"], conformance=j)
@@ -412,7 +447,22 @@ def _check_z3(
 
     rows: list[dict[str, Any]] = []
 
-    def row(comp: str, check: str, verdict: str, rep: dict[str, Any], among: Iterable[str] | None) -> None:
+    def row(
+        comp: str, check: str, verdict: str, rep: dict[str, Any], among: Iterable[str] | None, expect: str = "pass"
+    ) -> None:
+        got = rep.get("verdict", "inconclusive")
+        if verdict in ("pass", "reproduced"):
+            outcome = "pass"
+        elif (
+            expect == "violation"
+            and got != "violation"
+            and any(r["status"] == "inconclusive" for r in rep["invariants"])
+        ):
+            outcome = "inconclusive"
+        elif expect == "pass" and got == "inconclusive":
+            outcome = "inconclusive"
+        else:
+            outcome = "violation"
         viol = [
             r for r in rep["invariants"] if r["status"] == "violated" and (among is None or r["invariant"] in among)
         ]
@@ -438,6 +488,7 @@ def _check_z3(
                 ),
                 "trace": v.get("trace") if v else None,
                 "error": None,
+                "outcome": outcome,
             }
         )
 
@@ -475,7 +526,7 @@ def _check_z3(
                 )
                 got = {r["invariant"] for r in rep["invariants"] if r["status"] == "violated"}
                 ok = set(q.breaks) & spec_props <= got
-                row(comp, f"quirk {q.name} (BMC)", "reproduced" if ok else "NOT REPRODUCED", rep, q.breaks)
+                row(comp, f"quirk {q.name} (BMC)", "reproduced" if ok else "NOT REPRODUCED", rep, q.breaks, "violation")
     return rows
 
 
@@ -503,6 +554,7 @@ def _line(row: dict[str, Any]) -> str:
 def cmd_replay(args: argparse.Namespace) -> int:
     from kvmodel import traces
 
+    check_outputs(args, ("itf",), ())
     trace = traces.load(args.trace)
     if args.revision:
         trace = dict(trace, quirks=sorted(_revision_quirks(trace["component"], args.revision)), revision=args.revision)
@@ -534,13 +586,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"the recorded violation of {rv['invariant']} at step {rv['step']} is reproduced")
         elif rv and not res.divergence:
             print(f"the recorded violation of {rv['invariant']} at step {rv['step']} did NOT reproduce")
-            return 1
-    return 1 if (res.divergence or res.violation) else 0
+        print(f"verdict: {res.verdict}")
+    return EXIT[res.verdict]
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from kvmodel import show, traces
 
+    check_outputs(args, ("html",), ())
     trace = traces.load(args.trace)
     sys.stdout.write(show.terminal(trace))
     if args.html:
@@ -559,9 +612,16 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     space: explorer.Space
     args.component = canonical_component(args.component)
+    if args.component not in EXPLORE_OPTIONS:
+        raise UsageError(f"cannot explore {args.component!r} (known: {', '.join(EXPLORE_OPTIONS)})")
+    reject_foreign(args, args.component, EXPLORE_OPTIONS)
+    check_outputs(args, ("dot", "svg"))
     args.capacity_given = args.capacity is not None
     if args.capacity is None:
         args.capacity = 2
+    fill(args, EXPLORE_DEFAULTS)
+    if args.component == "g1_native" and args.prompts > 3:
+        raise UsageError(f"--prompts: the G1 world has 3 prompts, got {args.prompts}")
     if args.component == "kvbm_block_registry":
         space = explorer.RegSpace(
             args.hashes, args.states, args.publish_handles, args.arcs, args.publishers, args.max_pending, args.shared
@@ -577,7 +637,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         space = explorer.G1Space(args.owners, args.prompts, args.pushes, args.decode)
         cfg = {"max_capacity": args.capacity if args.capacity_given else 3}
     elif args.component == "g1_kvbm":
-        space = explorer.KvbmSpace(args.owners, min(args.prompts, 5), args.pushes, args.decode)
+        space = explorer.KvbmSpace(args.owners, args.prompts, args.pushes, args.decode)
         cfg = {"max_capacity": args.capacity if args.capacity_given else 3}
     else:
         raise UsageError(f"cannot explore {args.component!r} (known: {', '.join(CHECK_COMPONENTS)})")
@@ -597,6 +657,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
             progress=lambda n, t, d: bar.update(f"{n:,} states, {t:,} transitions, depth {d}"),
         )
     out = r.to_json()
+    if r.violations or (not quirks and r.complete and r.missing_witnesses):
+        out["verdict"] = "violation"
+    elif not r.complete:
+        out["verdict"] = "inconclusive"  # stopped at --max-states: nothing decided about the rest
+    else:
+        out["verdict"] = "pass"
     out["mode"] = (
         f"revision {args.revision}"
         if args.revision
@@ -655,8 +721,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             )
         if not r.violations:
             print("no invariant violated")
-    bad = bool(r.violations) or not r.complete or (not quirks and bool(r.missing_witnesses))
-    return 1 if bad else 0
+    return EXIT[out["verdict"]]
 
 
 # ----------------------------------------------------------------------------- prove / bmc
@@ -666,6 +731,8 @@ def _spec_config(args: argparse.Namespace) -> dict[str, Any]:
     """The spec universe from the command line (only options the user gave; spec defaults
     otherwise: kv_manager capacity 4 with 6 full blocks and 1 partial, batches of 2)."""
     args.component = canonical_component(args.component)
+    if args.component in SPEC_OPTIONS:
+        reject_foreign(args, args.component, SPEC_OPTIONS)
     if args.component == "kvbm_block_registry":
         keys = {
             "hashes": "hashes",
@@ -771,16 +838,14 @@ def cmd_prove(args: argparse.Namespace) -> int:
         )
         _print_rows(rep["invariants"])
         n = sum(1 for r in rep["invariants"] if r["status"] == "proved")
-        print(f"{n} of {len(rep['invariants'])} proved")
-    return 0 if rep["all_proved"] else 1
+        print(f"{n} of {len(rep['invariants'])} proved; verdict: {rep['verdict']}")
+    return EXIT[rep["verdict"]]
 
 
 def cmd_bmc(args: argparse.Namespace) -> int:
     from kvmodel.specs.runner import run_bmc
 
-    if args.depth < 0:
-        raise UsageError("--depth must be non-negative")
-
+    check_outputs(args, ())
     with Progress(f"bmc {args.component}") as bar:
         rep = run_bmc(
             args.component,
@@ -801,8 +866,8 @@ def cmd_bmc(args: argparse.Namespace) -> int:
         )
         _print_rows(rep["invariants"])
         print(f"{len(rep['traces'])} counterexample trace(s), each replayed on the executable model")
-    violated = any(r["status"] == "violated" for r in rep["invariants"])
-    return 1 if violated else 0
+        print(f"verdict: {rep['verdict']}")
+    return EXIT[rep["verdict"]]
 
 
 # ----------------------------------------------------------------------------- conform
@@ -941,6 +1006,9 @@ def _conform_vllm(args: argparse.Namespace) -> int:
 def cmd_vectors(args: argparse.Namespace) -> int:
     from kvmodel import vectors
 
+    for c in args.component or []:
+        if c not in vectors.HARNESSES:
+            raise UsageError(f"unknown vectors component {c!r} (known: {', '.join(sorted(vectors.HARNESSES))})")
     if args.revision is not None:
         comps = set(args.component or [])
         if len(comps) != 1:
@@ -971,13 +1039,16 @@ def cmd_vectors(args: argparse.Namespace) -> int:
                 "passed": counts["PASS"],
                 "failed": counts["FAIL"],
                 "skipped": counts["SKIP"],
+                "verdict": "violation" if counts["FAIL"] else "pass" if counts["PASS"] else "inconclusive",
             }
         )
     else:
         for r in results:
             print(r.line())
         print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] else 0
+    if counts["FAIL"]:
+        return EXIT["violation"]
+    return EXIT["pass"] if counts["PASS"] else EXIT["inconclusive"]  # nothing ran: no verdict
 
 
 # ----------------------------------------------------------------------------- catalogues
@@ -1091,6 +1162,7 @@ def cmd_mutants(args: argparse.Namespace) -> int:
             bar.update(f"{done} of {total} mutants checked", force=True)
 
         rep = runner.run(engines, only=args.only, seed=args.seed, max_examples=args.max_examples, progress=progress)
+    rep["verdict"] = runner.verdict(rep)
     if args.json:
         _emit_json(rep)
     else:
@@ -1109,13 +1181,54 @@ def cmd_mutants(args: argparse.Namespace) -> int:
                 + (f", median time to kill {med:.3f}s" if med is not None else "")
                 + extra
             )
-    return 0 if all(r["killed"] is not False for r in rep["mutants"]) else 1
+        print(f"verdict: {rep['verdict']}")
+    return EXIT[rep["verdict"]]
+
+
+# Which explore / prove / bmc options belong to which component (the others are refused).
+EXPLORE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "kv_manager": ("capacity", "blocks", "partials", "max_batch", "max_refcount", "evictor", "no_channel"),
+    "lru_evictor_wallclock": ("objects", "max_queue", "cleanup_threshold"),
+    "lru_evictor_counter": ("objects",),
+    "kvbm_block_registry": ("hashes", "states", "publish_handles", "arcs", "publishers", "max_pending", "shared"),
+    "g1_native": ("capacity", "owners", "prompts", "pushes", "decode"),
+    "g1_kvbm": ("capacity", "owners", "prompts", "pushes", "decode"),
+}
+EXPLORE_DEFAULTS: dict[str, Any] = {
+    "blocks": 3,
+    "partials": 1,
+    "max_batch": 2,
+    "max_refcount": 2,
+    "evictor": "wallclock",
+    "objects": 3,
+    "max_queue": 6,
+    "cleanup_threshold": 1,
+    "hashes": 1,
+    "states": 2,
+    "publish_handles": 1,
+    "arcs": 1,
+    "publishers": 2,
+    "max_pending": 1,
+    "owners": 2,
+    "prompts": 2,
+    "pushes": 1,
+    "decode": 1,
+}
+SPEC_OPTIONS: dict[str, tuple[str, ...]] = {
+    "kv_manager": ("capacity", "blocks", "partials", "max_batch", "no_channel"),
+    "lru_evictor_wallclock": ("objects", "max_queue", "cleanup_threshold"),
+    "lru_evictor_counter": ("objects",),
+    "kvbm_block_registry": ("hashes", "states", "publish_handles", "arcs", "publishers", "max_pending"),
+    "g1_native": ("owners", "prompts", "pushes", "decode", "capacity"),
+    "g1_kvbm": ("owners", "prompts", "capacity"),
+}
+N = integer
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kvmodel", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = OneLineParser(prog="kvmodel", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--version", action="version", version=f"kvmodel {__version__}")
-    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=OneLineParser)
 
     c = sub.add_parser("check", help="run the invariant suites (every component and engine by default)")
     c.add_argument("--component", action="append", help="a component (repeatable; default: all)")
@@ -1124,64 +1237,72 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ideal", action="store_true", help="only the ideal model (quirks off)")
     g.add_argument("--faithful", action="store_true", help="only the faithful model (the seed's revision)")
     g.add_argument("--revision", help="only the faithful model at this named revision (one component)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=SEED, default=0)
     c.add_argument("--profile", choices=sorted(PROFILES), default="ci")
-    c.add_argument("--max-examples", type=int)
-    c.add_argument("--steps", type=int, help="steps per example")
-    c.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
+    c.add_argument("--max-examples", type=N(1, 1_000_000), help="Hypothesis examples (1 .. 1,000,000)")
+    c.add_argument("--steps", type=N(1, 10_000), help="steps per example (1 .. 10,000)")
+    c.add_argument("--out", type=nonempty, default="kvmodel-traces", help="where counterexample traces go")
     c.add_argument("--json", action="store_true")
     c.add_argument("--itf", action="store_true", help="also write each counterexample in the ITF format (.itf.json)")
-    c.add_argument("--html", metavar="FILE", help="also write an HTML report linking a page per counterexample")
-    c.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one test case per check and invariant")
+    c.add_argument(
+        "--html", type=nonempty, metavar="FILE", help="also write an HTML report with a page per counterexample"
+    )
+    c.add_argument(
+        "--junit", type=nonempty, metavar="FILE", help="also write JUnit XML: one test case per check and invariant"
+    )
     c.set_defaults(func=cmd_check)
 
     r = sub.add_parser("replay", help="re-run a trace on the model and report the first divergence")
     r.add_argument("trace")
     r.add_argument("--json", action="store_true")
     r.add_argument("--brief", action="store_true", help="only the verdict, not the step-by-step timeline")
-    r.add_argument("--itf", metavar="FILE", help="also write the trace in the ITF format (Apalache/Quint)")
+    r.add_argument(
+        "--itf", type=nonempty, metavar="FILE", help="also write the trace in the ITF format (Apalache/Quint)"
+    )
     r.add_argument("--revision", help="replay on this revision's quirks instead of the trace's own")
     r.set_defaults(func=cmd_replay)
 
     sh = sub.add_parser("show", help="a trace for people: a terminal timeline, and an HTML page with --html")
     sh.add_argument("trace")
-    sh.add_argument("--html", metavar="FILE", help="write a self-contained HTML page (SVG timeline)")
+    sh.add_argument("--html", type=nonempty, metavar="FILE", help="write a self-contained HTML page (SVG timeline)")
     sh.set_defaults(func=cmd_show)
 
     e = sub.add_parser("explore", help="exhaustive breadth-first exploration of a bounded configuration")
     e.add_argument("--component", default="kv_manager")
-    e.add_argument("--capacity", type=int, help="max_capacity (default 2; g1: 3)")
-    e.add_argument("--blocks", type=int, default=3, help="full-block ids (default 3)")
-    e.add_argument("--partials", type=int, default=1, help="partial-block names (default 1)")
-    e.add_argument("--max-batch", type=int, default=2, help="longest Use/Deref/Destroy list (default 2)")
-    e.add_argument("--max-refcount", type=int, default=2, help="refcount bound (default 2)")
-    e.add_argument("--evictor", choices=["wallclock", "counter"], default="wallclock")
-    e.add_argument("--objects", type=int, default=3, help="LRU: interchangeable objects (default 3)")
-    e.add_argument("--max-queue", type=int, default=6, help="LRU wall-clock: lazy-queue bound (default 6)")
-    e.add_argument("--cleanup-threshold", type=int, default=1, help="LRU wall-clock: cleanup threshold (default 1)")
-    e.add_argument("--no-channel", action="store_true", help="no Store/Remove response channel")
-    e.add_argument("--hashes", type=int, default=1, help="registry: sequence hashes (default 1)")
-    e.add_argument("--states", type=int, default=2, help="registry: block-state slots (default 2)")
-    e.add_argument("--publish-handles", type=int, default=1, help="registry: publish-handle slots (default 1)")
-    e.add_argument("--arcs", type=int, default=1, help="registry: caller Arc slots (default 1)")
-    e.add_argument("--publishers", type=int, default=2, help="registry: publisher slots (default 2)")
-    e.add_argument("--max-pending", type=int, default=1, help="registry: undrained drops per registry (default 1)")
+    e.add_argument("--capacity", type=N(1, 64), help="max_capacity, 1 .. 64 (default 2; g1 and kvbm: 3)")
+    e.add_argument("--blocks", type=N(1, 12), help="kv_manager: full-block ids, 1 .. 12 (default 3)")
+    e.add_argument("--partials", type=N(0, 6), help="kv_manager: partial-block names, 0 .. 6 (default 1)")
+    e.add_argument("--max-batch", type=N(1, 6), help="kv_manager: longest Use/Deref/Destroy list, 1 .. 6 (default 2)")
+    e.add_argument("--max-refcount", type=N(1, 8), help="kv_manager: refcount bound, 1 .. 8 (default 2)")
+    e.add_argument(
+        "--evictor", choices=["wallclock", "counter"], help="kv_manager: the LRU evictor (default wallclock)"
+    )
+    e.add_argument("--no-channel", action="store_true", help="kv_manager: no Store/Remove response channel")
+    e.add_argument("--objects", type=N(1, 8), help="LRU: interchangeable objects, 1 .. 8 (default 3)")
+    e.add_argument("--max-queue", type=N(1, 64), help="LRU wall-clock: lazy-queue bound, 1 .. 64 (default 6)")
+    e.add_argument("--cleanup-threshold", type=N(1, 1000), help="LRU wall-clock: cleanup threshold (default 1)")
+    e.add_argument("--hashes", type=N(1, 4), help="registry: sequence hashes, 1 .. 4 (default 1)")
+    e.add_argument("--states", type=N(1, 6), help="registry: block-state slots, 1 .. 6 (default 2)")
+    e.add_argument("--publish-handles", type=N(0, 4), help="registry: publish-handle slots, 0 .. 4 (default 1)")
+    e.add_argument("--arcs", type=N(0, 4), help="registry: caller Arc slots, 0 .. 4 (default 1)")
+    e.add_argument("--publishers", type=N(0, 4), help="registry: publisher slots, 0 .. 4 (default 2)")
+    e.add_argument("--max-pending", type=N(0, 8), help="registry: undrained drops per registry, 0 .. 8 (default 1)")
     e.add_argument("--shared", action="store_true", help="registry: a second Device registry")
-    e.add_argument("--owners", type=int, default=2, help="g1: requests (default 2)")
-    e.add_argument("--prompts", type=int, default=2, help="g1: prompts, at most 3 (default 2)")
-    e.add_argument("--pushes", type=int, default=1, help="g1: decode tokens per request (default 1)")
-    e.add_argument("--decode", type=int, default=1, help="g1: decode-reservation slots, 0 for none (default 1)")
+    e.add_argument("--owners", type=N(1, 6), help="g1/kvbm: requests, 1 .. 6 (default 2)")
+    e.add_argument("--prompts", type=N(1, 5), help="g1: prompts, 1 .. 3; kvbm: 1 .. 5 (default 2)")
+    e.add_argument("--pushes", type=N(0, 8), help="g1/kvbm: decode tokens per request, 0 .. 8 (default 1)")
+    e.add_argument("--decode", type=N(0, 8), help="g1/kvbm: decode-reservation slots, 0 .. 8 (default 1)")
     eg = e.add_mutually_exclusive_group()
-    eg.add_argument("--faithful", action="store_true", help="all quirks on")
+    eg.add_argument("--faithful", action="store_true", help="the seed's revision: every quirk it has")
     eg.add_argument("--ideal", action="store_true", help="no quirks (the default)")
     eg.add_argument("--quirk", action="append", help="switch one quirk on (repeatable)")
     eg.add_argument("--revision", help="the quirks of a named revision of the real code (kvmodel quirks lists them)")
     e.add_argument("--no-symmetry", action="store_true")
-    e.add_argument("--max-states", type=int, default=2_000_000)
-    e.add_argument("--dot", metavar="FILE", help="write the state graph in Graphviz DOT")
-    e.add_argument("--svg", metavar="FILE", help="draw the state graph as SVG (needs Graphviz dot)")
+    e.add_argument("--max-states", type=N(1, 50_000_000), default=2_000_000, help="stop after this many states")
+    e.add_argument("--dot", type=nonempty, metavar="FILE", help="write the state graph in Graphviz DOT")
+    e.add_argument("--svg", type=nonempty, metavar="FILE", help="draw the state graph as SVG (needs Graphviz dot)")
     e.add_argument("--mark", metavar="INVARIANT", help="the counterexample marked in the graph (default: shallowest)")
-    e.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
+    e.add_argument("--out", type=nonempty, default="kvmodel-traces", help="where counterexample traces go")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explore)
 
@@ -1191,37 +1312,41 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         z = sub.add_parser(name, help=helptext)
         z.add_argument("--component", default="kv_manager")
-        z.add_argument("--capacity", type=int, help="kv_manager: max_capacity (default 4)")
-        z.add_argument("--blocks", type=int, help="kv_manager: full-block ids (default 6)")
-        z.add_argument("--partials", type=int, help="kv_manager: partial blocks (default 1)")
-        z.add_argument("--max-batch", type=int, help="kv_manager: longest Use/Deref/Destroy list (default 2)")
+        z.add_argument("--capacity", type=N(1, 16), help="kv_manager / g1 / kvbm: capacity, 1 .. 16 (default 4 / 3)")
+        z.add_argument("--blocks", type=N(1, 16), help="kv_manager: full-block ids, 1 .. 16 (default 6)")
+        z.add_argument("--partials", type=N(0, 8), help="kv_manager: partial blocks, 0 .. 8 (default 1)")
+        z.add_argument(
+            "--max-batch", type=N(1, 8), help="kv_manager: longest Use/Deref/Destroy list, 1 .. 8 (default 2)"
+        )
         z.add_argument("--no-channel", action="store_true", help="kv_manager: no response channel")
-        z.add_argument("--objects", type=int, help="LRU: objects (default 3)")
-        z.add_argument("--max-queue", type=int, help="LRU wall-clock: lazy-queue slots (default 6)")
-        z.add_argument("--cleanup-threshold", type=int, help="LRU wall-clock: cleanup threshold (default 1)")
-        z.add_argument("--hashes", type=int, help="registry: sequence hashes (default 1)")
-        z.add_argument("--states", type=int, help="registry: block-state slots (default 2)")
-        z.add_argument("--publish-handles", type=int, help="registry: publish-handle slots (default 1)")
-        z.add_argument("--arcs", type=int, help="registry: caller Arc slots (default 0)")
-        z.add_argument("--publishers", type=int, help="registry: publisher slots (default 2)")
-        z.add_argument("--max-pending", type=int, help="registry: undrained drops per registry (default 1)")
-        z.add_argument("--owners", type=int, help="g1/kvbm: requests (default 2)")
-        z.add_argument("--prompts", type=int, help="g1/kvbm: prompts (default 2 / 4)")
-        z.add_argument("--pushes", type=int, help="g1: decode tokens per request (default 1)")
-        z.add_argument("--decode", type=int, help="g1: decode reservation slots (default 1)")
+        z.add_argument("--objects", type=N(1, 8), help="LRU: objects, 1 .. 8 (default 3)")
+        z.add_argument("--max-queue", type=N(1, 32), help="LRU wall-clock: lazy-queue slots, 1 .. 32 (default 6)")
+        z.add_argument("--cleanup-threshold", type=N(1, 1000), help="LRU wall-clock: cleanup threshold (default 1)")
+        z.add_argument("--hashes", type=N(1, 4), help="registry: sequence hashes, 1 .. 4 (default 1)")
+        z.add_argument("--states", type=N(1, 6), help="registry: block-state slots, 1 .. 6 (default 2)")
+        z.add_argument("--publish-handles", type=N(0, 4), help="registry: publish-handle slots, 0 .. 4 (default 1)")
+        z.add_argument("--arcs", type=N(0, 4), help="registry: caller Arc slots, 0 .. 4 (default 0)")
+        z.add_argument("--publishers", type=N(0, 4), help="registry: publisher slots, 0 .. 4 (default 2)")
+        z.add_argument("--max-pending", type=N(0, 4), help="registry: undrained drops per registry, 0 .. 4 (default 1)")
+        z.add_argument("--owners", type=N(1, 4), help="g1/kvbm: requests, 1 .. 4 (default 2)")
+        z.add_argument("--prompts", type=N(1, 4), help="g1/kvbm: prompts, 1 .. 4 (default 2 / 4)")
+        z.add_argument("--pushes", type=N(0, 4), help="g1: decode tokens per request, 0 .. 4 (default 1)")
+        z.add_argument("--decode", type=N(0, 4), help="g1: decode reservation slots, 0 .. 4 (default 1)")
         zg = z.add_mutually_exclusive_group()
-        zg.add_argument("--faithful", action="store_true", help="all quirks on")
+        zg.add_argument("--faithful", action="store_true", help="the seed's revision: every quirk it has")
         zg.add_argument("--ideal", action="store_true", help="no quirks")
         zg.add_argument("--quirk", action="append", help="switch one quirk on (repeatable)")
         zg.add_argument("--revision", help="the quirks of a named revision of the real code (kvmodel quirks)")
-        z.add_argument("--timeout", type=float, default=600.0, help="per solver query, seconds (default 600)")
+        z.add_argument(
+            "--timeout", type=seconds(), default=600.0, help="per solver query, 0.001 .. 86400 seconds (default 600)"
+        )
         z.add_argument("--json", action="store_true")
         if name == "prove":
-            z.add_argument("--max-k", type=int, default=3, help="largest k tried (default 3)")
+            z.add_argument("--max-k", type=N(1, 20), default=3, help="largest k tried, 1 .. 20 (default 3)")
             z.set_defaults(func=cmd_prove)
         else:
-            z.add_argument("--depth", type=int, default=8, help="steps to unroll (default 8)")
-            z.add_argument("--out", default="kvmodel-traces", help="where counterexample traces go")
+            z.add_argument("--depth", type=N(0, 200), default=8, help="steps to unroll, 0 .. 200 (default 8)")
+            z.add_argument("--out", type=nonempty, default="kvmodel-traces", help="where counterexample traces go")
             z.add_argument(
                 "--no-induction", action="store_true", help="pure BMC: do not discharge invariants by 1-induction first"
             )
@@ -1229,11 +1354,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     cf = sub.add_parser("conform", help="differential conformance of the model against a real implementation")
     cf.add_argument("--target", default="dynamo-radix-tree", help=f"one of {', '.join(CONFORM_TARGETS)}")
-    cf.add_argument("--workloads", type=int, default=200, help="generated workloads (default 200)")
-    cf.add_argument("--seed", type=int, default=0)
-    cf.add_argument("--max-ops", type=int, default=24, help="operations per workload at most (default 24)")
+    cf.add_argument("--workloads", type=N(1, 1_000_000), default=200, help="generated workloads (default 200)")
+    cf.add_argument("--seed", type=SEED, default=0)
+    cf.add_argument(
+        "--max-ops", type=N(1, 1000), default=24, help="operations per workload at most, 1 .. 1000 (default 24)"
+    )
     cf.add_argument("--revision", choices=["1.6.1", "4276866"], default="1.6.1", help="model revision (default 1.6.1)")
-    cf.add_argument("--out", default="kvmodel-traces", help="where a divergent workload is written")
+    cf.add_argument("--out", type=nonempty, default="kvmodel-traces", help="where a divergent workload is written")
     cf.add_argument("--json", action="store_true")
     cf.set_defaults(func=cmd_conform)
 
@@ -1246,8 +1373,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mu.add_argument("--only", action="append", help="only this mutant (repeatable)")
     mu.add_argument("--list", action="store_true", help="list the mutants and exit")
-    mu.add_argument("--seed", type=int, default=0)
-    mu.add_argument("--max-examples", type=int, default=1000)
+    mu.add_argument("--seed", type=SEED, default=0)
+    mu.add_argument("--max-examples", type=N(1, 1_000_000), default=1000, help="Hypothesis examples (default 1000)")
     mu.add_argument("--json", action="store_true")
     mu.set_defaults(func=cmd_mutants)
 
@@ -1267,7 +1394,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--markdown", action="store_true", help="the catalogue as docs/invariants.md")
     i.set_defaults(func=cmd_invariants)
 
-    q = sub.add_parser("quirks", help="print the named quirks (known defects of the real code)")
+    q = sub.add_parser("quirks", help="print the named quirks (known defects of the real code) and the revisions")
     q.add_argument("--component", action="append")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_quirks)
@@ -1275,14 +1402,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; exit codes as in :mod:`kvmodel.verdicts` (0 pass, 1 violation, 2 error
+    or bad input, 3 inconclusive). Never a traceback for bad input: one line naming the file or
+    option and the problem."""
     from kvmodel.model.errors import InvalidInput
     from kvmodel.traces import TraceError
     from kvmodel.vectors import VectorFileError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a one-line argparse error
+        return int(e.code) if isinstance(e.code, int) else 2
     if not getattr(args, "func", None):
-        parser.print_help()
+        print("kvmodel: error: a command is required (kvmodel --help lists them)", file=sys.stderr)
         return 2
     comp = getattr(args, "component", None)
     if isinstance(comp, str):
@@ -1291,7 +1424,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.component = [canonical_component(c) for c in comp]
     try:
         rc: int = args.func(args)
+        sys.stdout.flush()
         return rc
+    except BrokenPipeError:
+        # the reader went away (`| head`): silence the rest, as Python's documentation advises
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except (TraceError, VectorFileError) as e:
         print(f"kvmodel: {e}", file=sys.stderr)
         return 2
@@ -1301,8 +1440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidInput as e:
         print(f"kvmodel {args.cmd}: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:  # e.g. an unknown quirk name in a trace
-        print(f"kvmodel {args.cmd}: {e}", file=sys.stderr)
+    except (ValueError, OSError) as e:  # e.g. an unknown quirk name in a trace; an unwritable output
+        print(f"kvmodel {args.cmd}: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
         return 2
 
 

@@ -65,15 +65,18 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
         )
         if row.get("error"):
             where += f" error: {html.escape(str(row['error']))}"
-        cls = "ok" if row["verdict"] in GOOD else "bad"
+        outcome = row.get("outcome") or ("pass" if row["verdict"] in GOOD else "violation")
+        cls = "ok" if outcome == "pass" else "bad"
+        shown = row["verdict"] if outcome in ("pass", "violation") else f"{row['verdict']} ({outcome})"
         rows.append(
             f"<tr><td>{html.escape(row['component'])}</td><td>{html.escape(row['engine'])}</td>"
-            f'<td>{html.escape(row["check"])}</td><td class="{cls}">{html.escape(row["verdict"])}</td>'
+            f'<td>{html.escape(row["check"])}</td><td class="{cls}">{html.escape(shown)}</td>'
             f'<td class="n">{_effort(row)}</td><td>{where}</td><td>{link}</td></tr>'
         )
     n_ok = sum(1 for r in summary["results"] if r["verdict"] in GOOD)
     n = len(summary["results"])
     ok = bool(summary.get("ok"))
+    verdict = str(summary.get("verdict", "pass" if ok else "violation"))
     text = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>kvmodel check report</title><style>{STYLE}</style></head><body>\n"
@@ -81,7 +84,8 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
         f"<p>Components: {html.escape(', '.join(summary['components']))}. Engines: "
         f"{html.escape(', '.join(summary['engines']))}. Mode: {html.escape(summary['mode'])}; profile "
         f"{html.escape(str(summary.get('profile')))}; seed {summary.get('seed')}.</p>\n"
-        f'<p class="summary {"ok" if ok else "bad"}" id="summary">{n_ok} of {n} checks as expected'
+        f'<p class="summary {"ok" if ok else "bad"}" id="summary">{n_ok} of {n} checks as expected; verdict '
+        f"<b>{html.escape(verdict)}</b>"
         f"{'' if ok else ' — see the rows in red'}. A quirk check is as expected when the faithful model's "
         "counterexample is found; its trace is linked.</p>\n"
         "<table><thead><tr><th>component</th><th>engine</th><th>check</th><th>verdict</th><th>effort</th>"

@@ -16,20 +16,40 @@ import json
 from typing import Any
 
 COL_W, COL_GAP, LINE_H = 236, 16, 15
+# The per-component renderings read fields a schema-valid trace need not have (the schema
+# leaves recorded observations open): whatever they cannot read is shown as plain JSON.
+_UNREADABLE = (KeyError, TypeError, AttributeError, ValueError, IndexError)
 
 
 def _short(v: Any, n: int = 60) -> str:
-    s = v if isinstance(v, str) else json.dumps(v, sort_keys=True, separators=(",", ":"))
+    try:
+        s = v if isinstance(v, str) else json.dumps(v, sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        s = repr(v)
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _result(obs: dict[str, Any]) -> str:
+    try:
+        return _result_of(obs)
+    except _UNREADABLE:
+        return _short(obs, 60)
+
+
+def _result_of(obs: dict[str, Any]) -> str:
     if "error" in obs:
         return f"error: {obs['error'].get('id', obs['error'])}"
     return f"returns {_short(obs.get('returns'), 40)}"
 
 
 def _event(e: Any) -> str:
+    try:
+        return _event_of(e)
+    except _UNREADABLE:
+        return _short(e, 50)
+
+
+def _event_of(e: Any) -> str:
     if isinstance(e, dict) and "data" in e and isinstance(e["data"], dict):  # a KvCacheEvent
         d = e["data"]
         if "stored" in d:
@@ -58,6 +78,13 @@ def _block(b: Any) -> str:
 
 def _state_lines(state: Any) -> list[str]:
     """The state after a step, a few short lines (KV manager pools spelled out; others as JSON)."""
+    try:
+        return _state_lines_of(state)
+    except _UNREADABLE:
+        return [_short(state, 90)] if state else []
+
+
+def _state_lines_of(state: Any) -> list[str]:
     if not isinstance(state, dict):
         return []
     if "active" in state and "inactive" in state:
@@ -109,6 +136,13 @@ def _state_lines(state: Any) -> list[str]:
 def _router_view(view: dict[int, int | None], events: list[Any]) -> None:
     """What a router consuming the KV manager's Store/Remove stream holds (Stored minus Removed,
     with each hash's announced parent), updated in place."""
+    try:
+        _apply_view(view, events)
+    except _UNREADABLE:
+        pass
+
+
+def _apply_view(view: dict[int, int | None], events: list[Any]) -> None:
     for e in events:
         if isinstance(e, dict) and "Store" in e:
             parent = e["Store"].get("parent_hash")
@@ -127,14 +161,14 @@ def _steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
         obs = s.get("observe") or {}
         state = _state_lines(obs.get("state"))
         if trace.get("component") == "kv_manager":
-            _router_view(view, obs.get("events", []))
+            _router_view(view, obs.get("events") or [])
             shown = ", ".join(f"{h}" if p is None else f"{h}←{p}" for h, p in sorted(view.items()))
             state.append(f"router view: {shown or '—'}")
         out.append(
             {
                 "call": f"{s['op']} {_short(s.get('args'), 80)}",
                 "result": _result(obs),
-                "events": [_event(e) for e in obs.get("events", [])],
+                "events": [_event(e) for e in obs.get("events") or []],
                 "state": state,
             }
         )
@@ -147,14 +181,14 @@ def marked(trace: dict[str, Any]) -> dict[str, Any]:
     if trace.get("violation"):
         return dict(trace["violation"])
     d = (trace.get("origin") or {}).get("divergence")
-    if not d:
+    if not isinstance(d, dict) or not isinstance(d.get("step"), int):
         return {}
-    impl = trace["origin"].get("implementation", "the implementation")
+    impl = str(trace["origin"].get("implementation", "the implementation"))
     return {
         "invariant": f"conformance of {impl}",
         "step": d["step"],
-        "message": f"{d['what']} differ — model {_short(d['model'], 200)}, implementation "
-        f"{_short(d['implementation'], 200)}",
+        "message": f"{d.get('what', 'observations')} differ — model {_short(d.get('model'), 200)}, implementation "
+        f"{_short(d.get('implementation'), 200)}",
     }
 
 

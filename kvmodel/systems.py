@@ -14,6 +14,9 @@ from typing import Any, ClassVar
 
 import attrs
 
+from kvmodel import argspec as A
+from kvmodel.argspec import OPTIONAL as O
+from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext, Violation, check_all
 from kvmodel.invariants.kv_manager import KvMonitor
 from kvmodel.invariants.lru import LruMonitor
@@ -83,13 +86,43 @@ class System:
         raise NotImplementedError
 
 
+from kvmodel.model.g1.pool import MAX_SLOTS  # noqa: E402 -- a pool the model allocates slot by slot
+
+_BOUNDS: dict[str, tuple[int, int]] = {
+    "max_capacity": (0, 2**64),
+    "block_size": (0, 2**32),
+    "cleanup_threshold": (0, 2**64),  # a usize in the Rust; 0 is legal (cleanup on every insert)
+    "dp_rank": (0, 2**32),
+    "plh_fragments": (0, 2**64),
+}
+_SLOT_POOLS = frozenset({"g1_native", "g1_kvbm"})
+
+
 def _check_config(component: str, config: dict[str, Any], allowed: dict[str, Any]) -> dict[str, Any]:
+    """The configuration with defaults filled; unknown keys, values of the wrong type and worlds
+    that cannot fit (a pool of more than ``MAX_SLOTS`` slots) are ``InvalidInput`` up front."""
     if not isinstance(config, dict):
-        raise InvalidInput(f"{component}: config must be an object, got {config!r}")
+        raise InvalidInput(f"{component}: config must be an object, got {config!r:.60}")
     for k in config:
         if k not in allowed:
-            raise InvalidInput(f"{component}: unknown config key {k!r} (known: {sorted(allowed)})")
-    return {**allowed, **config}
+            raise InvalidInput(f"{component}: unknown config key {k!r:.40} (known: {sorted(allowed)})")
+    out = {**allowed, **config}
+    for k, v in out.items():
+        d = allowed[k]
+        if isinstance(d, bool):
+            if not isinstance(v, bool):
+                raise InvalidInput(f"{component}: config {k} must be true or false, got {v!r:.60}")
+        elif isinstance(d, int):
+            lo, hi = _BOUNDS.get(k, (0, 2**64))
+            if k == "max_capacity" and component in _SLOT_POOLS:
+                hi = MAX_SLOTS + 1
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v < hi:
+                raise InvalidInput(f"{component}: config {k} must be an integer in [{lo}, {hi}), got {v!r:.60}")
+        elif isinstance(d, str) and not isinstance(v, str):
+            raise InvalidInput(f"{component}: config {k} must be a string, got {v!r:.60}")
+        elif isinstance(d, list) and (not isinstance(v, list) or len(v) > 64):
+            raise InvalidInput(f"{component}: config {k} must be a list of at most 64 entries, got {v!r:.60}")
+    return out
 
 
 class KvManagerSystem(System):
@@ -122,14 +155,18 @@ class KvManagerSystem(System):
         if op == "process":
             return move_block_from_json(args)
         if op == "probe_new_blocks":
-            if not isinstance(args, dict) or "blocks" not in args:
-                raise InvalidInput(f"probe_new_blocks needs {{'blocks': [...]}}, got {args!r}")
-            return blocks_from_json(args["blocks"])
+            a = A.check(self.component, op, args, {"blocks": (R, A.anything)})
+            return blocks_from_json(a["blocks"])
         if op == "get_prefill_cost":
-            if not isinstance(args, dict) or not {"unique_blocks", "num_input_tokens"} <= set(args):
-                raise InvalidInput(f"get_prefill_cost needs unique_blocks and num_input_tokens, got {args!r}")
-            return (blocks_from_json(args["unique_blocks"]), args["num_input_tokens"])
+            a = A.check(
+                self.component,
+                op,
+                args,
+                {"unique_blocks": (R, A.anything), "num_input_tokens": (R, A.usize)},
+            )
+            return (blocks_from_json(a["unique_blocks"]), a["num_input_tokens"])
         if op in self.OPS:
+            A.check(self.component, op, args, {})
             return None
         raise InvalidInput(f"unknown kv_manager operation {op!r} (known: {list(self.OPS)})")
 
@@ -219,6 +256,10 @@ class LruSystem(System):
             raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
         if op == "push_front" and self.component != "lru_evictor_counter":
             raise InvalidInput("push_front exists only on the counter-based evictor")
+        spec: A.Spec = {"object": (R, A.anything)} if op in ("push_front", "remove") else {}
+        if op == "insert":
+            spec = {"object": (R, A.anything), "clock": (O, A.optional(A.u64))}
+        A.check(self.component, op, args, spec)
         if op in ("insert", "push_front", "remove"):
             if "object" not in args:
                 raise InvalidInput(f"{op} needs an 'object'")
@@ -334,15 +375,38 @@ class RegistrySystem(System):
         "is_registered": ("registry", "hash"),
     }
 
+    _NAMED = frozenset({"as", "state", "registry", "publisher", "publish_handle", "value", "global_registry"})
+    _OPTIONAL: ClassVar[dict[str, tuple[str, ...]]] = {
+        "new_registry": ("tier", "global_registry"),
+        "new_state": ("as",),
+        "state_from_reset_apply_token_block": ("as",),
+        "initialize_sequence": ("salt",),
+        "register_block": ("as", "event_hashes"),
+        "create_publish_handle": ("as", "tier"),
+        "remove_handle": ("as",),
+        "new_publisher": ("as",),
+        "take_handle": ("as",),
+        "clone_publisher": ("as",),
+    }
+
     def decode(self, op: str, args: Any) -> Any:
         args = {} if args is None else args
         if op not in self.OPS:
             raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
         if not isinstance(args, dict):
-            raise InvalidInput(f"{op} arguments must be an object, got {args!r}")
+            raise InvalidInput(f"{op} arguments must be an object, got {args!r:.60}")
+        known = set(self.REQUIRED.get(op, ())) | set(self._OPTIONAL.get(op, ()))
+        for k in args:
+            if k not in known:
+                raise InvalidInput(
+                    f"{self.component} {op}: unknown argument {k!r:.40} (known: {sorted(known) or 'none'})"
+                )
         for k in self.REQUIRED.get(op, ()):
             if k not in args:
                 raise InvalidInput(f"{op} needs {k!r}")
+        for k in self._NAMED & set(args):
+            if not (args[k] is None and k == "as"):
+                A.name(args[k], f"{self.component} {op}: {k}")
         out = dict(args)
         if "block" in out:
             out["block"] = block_from_json(out["block"])
@@ -552,17 +616,37 @@ class G1System(System):
         c.dest = {k: copy.deepcopy(v) for k, v in self.dest.items()}
         return c
 
+    ARGS: ClassVar[dict[str, A.Spec]] = {
+        "new_request": {"owner": (R, A.owner), "tokens": (R, A.tokens)},
+        "allocate": {"owner": (R, A.owner), "reuse": (O, A.boolean)},
+        "push": {"owner": (R, A.owner), "token": (R, A.u32)},
+        "finalize": {"owner": (R, A.owner)},
+        "free": {"owner": (R, A.owner)},
+        "deref_in_order": {"owner": (R, A.owner)},
+        "reserve_decode": {"count": (R, A.usize)},
+        "release_decode": {},
+        "reserve_destination": {"owner": (R, A.owner), "tokens": (R, A.tokens)},
+        "activate_destination": {"owner": (R, A.owner)},
+        "cancel_destination": {"owner": (R, A.owner)},
+        "counts": {},
+    }
+
     def decode(self, op: str, args: Any) -> Any:
         if op not in self.OPS:
             raise InvalidInput(f"unknown g1_native operation {op!r} (known: {list(self.OPS)})")
-        if not isinstance(args, dict):
-            raise InvalidInput(f"{op} takes an object of arguments, got {args!r}")
-        return dict(args)
+        return A.check(self.component, op, args, self.ARGS[op])
 
     def _seq(self, owner: Any) -> Any:
         s = self.seqs.get(owner)
         if s is None:
             raise InvalidInput(f"no request {owner!r}")
+        return s
+
+    def _live(self, owner: Any) -> Any:
+        """The request's sequence, if it is not a destination reservation still in transfer."""
+        s = self._seq(owner)
+        if owner in self.dest:
+            raise InvalidInput(f"request {owner} is a destination reservation (activate or cancel it)")
         return s
 
     def _outstanding(self) -> int:
@@ -582,7 +666,7 @@ class G1System(System):
             return None
         if op == "allocate":
             o = a["owner"]
-            s = self._seq(o)
+            s = self._live(o)
             sig = s.prepare_allocation(len(s))
             if sig is None:
                 return "Ready(0)"
@@ -601,21 +685,26 @@ class G1System(System):
             return out
         if op == "push":
             o = a["owner"]
-            s = self._seq(o)
+            s = self._live(o)
+            if o not in g.native.tables:
+                # out of protocol: the scheduler decodes only admitted (allocated) requests
+                raise InvalidInput(f"request {o} is not allocated, so it does not decode")
             sigs = s.push(a["token"]) or []
             return [g.process_for_request(o, x, 0) for x in sigs]
         if op == "finalize":
             o = a["owner"]
-            s = self._seq(o)
+            s = self._live(o)
             before, after = self.computed.get(o, 0), len(s)
             g.finalize_computed_prefix(o, before, after, s)
             self.computed[o] = after
             return None
         if op in ("free", "deref_in_order"):
             o = a["owner"]
-            s = self._seq(o)
+            s = self._live(o)
             sig = s.terminal_signal()
             if op == "deref_in_order":
+                if o not in g.native.tables:
+                    raise InvalidInput(f"request {o} holds no blocks to name in table order")
                 sig = G1Deref(tuple(reversed(sig.blocks)))
                 t = g.native.tables.get(o, [])
                 self._pre["deref_names_tail"] = len(t) == len(sig.blocks) and all(
@@ -811,12 +900,27 @@ class G1KvbmSystem(System):
         c.uncached = set(self.uncached)
         return c
 
+    ARGS: ClassVar[dict[str, A.Spec]] = {
+        "new_request": {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)},
+        "allocate": {"owner": (R, A.owner)},
+        "push": {"owner": (R, A.owner), "token": (R, A.u32)},
+        "decode_push": {"owner": (R, A.owner), "token": (R, A.u32)},
+        "resend": {"owner": (R, A.owner)},
+        "free": {"owner": (R, A.owner)},
+        "reserve_decode": {"count": (R, A.usize)},
+        "release_decode": {},
+        "reserve_destination": {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)},
+        "activate_destination": {"owner": (R, A.owner)},
+        "cancel_destination": {"owner": (R, A.owner)},
+        "bad_use": {"kind": (R, A.string)},
+        "bad_deref": {"owner": (R, A.owner)},
+        "counts": {},
+    }
+
     def decode(self, op: str, args: Any) -> Any:
         if op not in self.OPS:
             raise InvalidInput(f"unknown g1_kvbm operation {op!r} (known: {list(self.OPS)})")
-        if not isinstance(args, dict):
-            raise InvalidInput(f"{op} takes an object of arguments, got {args!r}")
-        return dict(args)
+        return A.check(self.component, op, args, self.ARGS[op])
 
     def _seq(self, owner: Any) -> Any:
         s = self.seqs.get(owner)

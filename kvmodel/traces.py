@@ -127,15 +127,10 @@ def write(trace: dict[str, Any], path: str | Path) -> Path:
 
 def load(path: str | Path) -> dict[str, Any]:
     """Read and validate a trace; any problem is a one-line :class:`TraceError`."""
+    from kvmodel.jsonio import read_json
+
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise TraceError(f"{p}: cannot read: {e.strerror or e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TraceError(f"{p}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    data = read_json(p, TraceError)
     problem = validate(data)
     if problem:
         raise TraceError(f"{p}: not a kvmodel trace: {problem}")
@@ -176,8 +171,18 @@ class ReplayResult:
             and (rv.get("step"), rv.get("invariant")) in self.all_violations
         )
 
+    @property
+    def verdict(self) -> str:
+        """``violation`` when the replay diverges from the recorded observations, an invariant
+        breaks, or a recorded violation does not reproduce; ``pass`` otherwise."""
+        rv = self.recorded_violation
+        if self.divergence or self.violation or (rv and not self.reproduces_recorded):
+            return "violation"
+        return "pass"
+
     def to_json(self) -> dict[str, Any]:
         return {
+            "verdict": self.verdict,
             "steps_run": self.steps_run,
             "divergence": self.divergence,
             "divergence_step": self.divergence_step,

@@ -23,6 +23,7 @@ from kvmodel import traces
 from kvmodel.model.quirks import faithful
 from kvmodel.specs import Spec, make_spec
 from kvmodel.specs.engine import PropertyResult, bmc, k_induction
+from kvmodel.verdicts import VIOLATION, of_status, worst
 
 
 class Disagreement(Exception):
@@ -43,9 +44,10 @@ def _status(r: PropertyResult) -> dict[str, Any]:
         out["cti"] = True
         out["detail"] = f"counterexample to induction at k={r.k}: the invariant may hold but needs a lemma"
     elif r.status == "holds_to_depth":
-        out["status"] = "inconclusive"
+        out["status"] = "holds"
         out["bounded"] = r.k
-        out["detail"] = f"no violation within {r.k} steps (not proved)"
+        out["detail"] = f"no violation within {r.k} steps (a bounded verdict, not a proof)"
+    out["verdict"] = of_status(out["status"])
     return out
 
 
@@ -62,6 +64,7 @@ def prove(
     t0 = time.perf_counter()
     results = k_induction(spec.ts, max_k=max_k, timeout_ms=timeout_ms)
     rows = [_status(r) for r in results]
+    verdict = worst(r["verdict"] for r in rows) if rows else "inconclusive"
     return {
         "component": component,
         "engine": "z3-k-induction",
@@ -71,7 +74,8 @@ def prove(
         "max_k": max_k,
         "seconds": round(time.perf_counter() - t0, 3),
         "invariants": rows,
-        "all_proved": all(r.status == "proved" for r in results),
+        "all_proved": bool(results) and all(r.status == "proved" for r in results),
+        "verdict": verdict,
         "counterexamples": [r.name for r in results if r.status in ("violated", "cti")],
         "_results": results,
     }
@@ -150,7 +154,9 @@ def run_bmc(
                     paths[n] = str(p)
                 row["steps"] = [list(s) for s in (spec.step_json(x) for x in r.steps or [])]
         rows.append(row)
+    verdicts = [r["verdict"] for r in rows]
     return {
+        "verdict": VIOLATION if VIOLATION in verdicts else worst(verdicts),
         "component": component,
         "engine": "z3-bmc",
         "mode": mode,

@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The Rust runtime of ai-dynamo-runtime logs INFO lines to stderr unless told otherwise.
+os.environ.setdefault("DYN_LOG", "error")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KVMODEL_SHARED", ROOT.parent / "shared"))
-VECTORS = SHARED / "vectors" / "dynamo-test-vectors.json"
+# The clone carries its own copy of the shared vectors (a test keeps it equal to shared/).
+VECTORS = ROOT / "stateful_tests" / "vectors" / "dynamo-test-vectors.json"
 REQUIRE_REAL = os.environ.get("KVMODEL_REQUIRE_REAL") == "1"
 
 settings.register_profile(

@@ -340,6 +340,11 @@ def run(
     return rep
 
 
+def diverges(ops: Sequence[dict[str, Any]], revision: str = "1.6.1") -> bool:
+    """Whether ``ops`` diverge between the model (``revision``) and the real tree."""
+    return differential(ModelRadixTree(revision), RealRadixTree(), ops, PROBES) is not None  # type: ignore[arg-type]
+
+
 # ----------------------------------------------------------------------------- end to end
 
 

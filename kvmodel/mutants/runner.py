@@ -15,6 +15,12 @@ Engines:
 A mutant is killed by the default ``kvmodel check`` when ``hypothesis``, ``explore`` or ``conform``
 kills it (the engines ``kvmodel check`` runs on that component).
 Each mutant runs in the same process with its edit applied for the duration of its checks only.
+
+A kill is a counterexample that tells the mutant from the ideal model: the trace breaks its
+invariant on the mutant, and replayed on the unmutated model it does not (Hypothesis and the
+explorer); the divergent workload diverges from the real code on the mutant and not without it
+(conformance); the run the spec rejects is admitted without the mutant (Z3). An engine that
+fails (an exception, a flaky test, a setting it refuses) reports an ``error``, never a kill.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kvmodel import explorer, machines
+from kvmodel import explorer, machines, traces
 from kvmodel.mutants import Mutant, applied
 from kvmodel.mutants.catalogue import MUTANTS
 
@@ -67,15 +73,32 @@ def _conform(m: Mutant) -> dict[str, Any]:
     if why is not None:
         return {"killed": None, "how": f"real RadixTree unavailable: {why}", "seconds": 0.0}
     t0 = time.perf_counter()
-    rep = radix.run(radix.ModelRadixTree(), radix.RealRadixTree(), workloads=200, seed=0).to_json()
+    try:
+        rep = radix.run(radix.ModelRadixTree(), radix.RealRadixTree(), workloads=200, seed=0).to_json()
+    except Exception as e:
+        return _error(e, t0)
     if rep["divergences"]:
         return {
             "killed": True,
             "how": f"diverges from the real RadixTree ({rep['first_divergence']['what']})",
             "seconds": time.perf_counter() - t0,
             "length": len(rep["counterexample"]),
+            "_ops": rep["counterexample"],
         }
     return {"killed": False, "how": None, "seconds": time.perf_counter() - t0}
+
+
+def _validate_conform_on_ideal(res: dict[str, Any]) -> None:
+    """Outside the mutant: the divergent workload must agree with the real tree."""
+    from kvmodel.conformance import radix
+
+    ops = res.pop("_ops", None)
+    if not res.get("killed") or ops is None:
+        return
+    if radix.diverges(ops):
+        res.update(killed=False, how=None, note="the workload diverges without the mutant too: not a kill")
+    else:
+        res["validated"] = True
 
 
 def _explore(m: Mutant) -> dict[str, Any]:
@@ -85,11 +108,18 @@ def _explore(m: Mutant) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         r = explorer.explore(cfg, (), space(), stop_on_violation=True, max_states=MAX_STATES)
-    except Exception as e:  # a crash of the mutated model is a kill too
-        return {"killed": True, "how": f"crash: {type(e).__name__}: {e}", "seconds": time.perf_counter() - t0}
+    except Exception as e:
+        return _error(e, t0)
     if not r.violations:
-        how = f"vacuous: witnesses missing {r.missing_witnesses}" if r.missing_witnesses and r.complete else None
-        return {"killed": how is not None, "how": how, "seconds": r.seconds, "minimum": None}
+        if r.missing_witnesses and r.complete:
+            return {
+                "killed": False,
+                "how": None,
+                "seconds": r.seconds,
+                "minimum": None,
+                "note": f"vacuous: witnesses missing {r.missing_witnesses} (not a counterexample)",
+            }
+        return {"killed": False, "how": None, "seconds": r.seconds, "minimum": None}
     inv = min(r.violations, key=lambda n: (r.violations[n]["depth"], n))
     v = r.violations[inv]
     return {
@@ -99,7 +129,12 @@ def _explore(m: Mutant) -> dict[str, Any]:
         "length": v["depth"],
         "minimum": v["depth"],
         "minima": {k: x["depth"] for k, x in sorted(r.violations.items())},
+        "_trace": explorer.violation_trace(r, inv),
     }
+
+
+def _error(e: BaseException, t0: float) -> dict[str, Any]:
+    return {"killed": None, "error": f"{type(e).__name__}: {str(e)[:200]}", "seconds": time.perf_counter() - t0}
 
 
 def _hypothesis(m: Mutant, seed: int, max_examples: int) -> dict[str, Any]:
@@ -110,7 +145,7 @@ def _hypothesis(m: Mutant, seed: int, max_examples: int) -> dict[str, Any]:
     try:
         r = machines.run(m.component, config=cfg, quirks=(), seed=seed, max_examples=max_examples, steps=30)
     except Exception as e:
-        return {"killed": True, "how": f"crash: {type(e).__name__}: {e}", "seconds": time.perf_counter() - t0}
+        return _error(e, t0)
     if r.violation is not None and r.trace is not None:
         first = r.seconds_to_first_failure if r.seconds_to_first_failure is not None else r.seconds
         return {
@@ -119,10 +154,35 @@ def _hypothesis(m: Mutant, seed: int, max_examples: int) -> dict[str, Any]:
             "seconds": first,
             "seconds_with_shrinking": r.seconds,
             "length": len(r.trace["steps"]),
+            "_trace": r.trace,
         }
-    if r.error is not None:
-        return {"killed": True, "how": r.error.split(":")[0], "seconds": r.seconds}
+    if r.error is not None:  # a documented-error check or a flaky run: no replayable counterexample
+        return {"killed": None, "error": r.error[:200], "seconds": r.seconds}
+    if r.examples == 0:
+        return {"killed": None, "error": "no example ran", "seconds": r.seconds}
     return {"killed": False, "how": None, "seconds": r.seconds}
+
+
+def _validate_on_mutant(res: dict[str, Any]) -> None:
+    """Inside the mutant: its counterexample trace must replay, breaking the same invariant."""
+    t = res.get("_trace")
+    if not res.get("killed") or t is None:
+        return
+    rep = traces.replay(t)
+    if not rep.reproduces_recorded:
+        res.update(killed=None, error=f"the counterexample of {res.get('how')} does not replay on the mutant")
+
+
+def _validate_on_ideal(res: dict[str, Any]) -> None:
+    """Outside the mutant: the same trace must not break that invariant on the ideal model."""
+    t = res.pop("_trace", None)
+    if not res.get("killed") or t is None:
+        return
+    rep = traces.replay(t)
+    if rep.reproduces_recorded:
+        res.update(killed=False, how=None, note="its counterexample breaks the unmutated model too: not a kill")
+    else:
+        res["validated"] = True
 
 
 def _kv_moves() -> list[tuple[str, Any]]:
@@ -162,9 +222,11 @@ def _z3(m: Mutant) -> dict[str, Any]:
                 "how": "disagrees with the spec",
                 "seconds": time.perf_counter() - t0,
                 "detail": str(e)[:300],
+                "_seed": seed,
+                "_z3": (m.component, cfg, moves),
             }
         except Exception as e:
-            return {"killed": True, "how": f"crash: {type(e).__name__}", "seconds": time.perf_counter() - t0}
+            return _error(e, t0)
     return {"killed": False, "how": None, "seconds": time.perf_counter() - t0}
 
 
@@ -188,8 +250,6 @@ def run(
             if "explore" in engines or "hypothesis" in engines:
                 row["engines"]["explore"] = ex = _explore(m)
                 row["bfs_minimum"] = ex.get("minimum")
-                if "explore" not in engines:
-                    del row["engines"]["explore"]
             if "hypothesis" in engines:
                 h = _hypothesis(m, seed, max_examples)
                 minima = ex.get("minima") or {}
@@ -201,6 +261,18 @@ def run(
                 row["engines"]["z3"] = _z3(m)
             if "conform" in engines:
                 row["engines"]["conform"] = _conform(m)
+            for res in row["engines"].values():
+                _validate_on_mutant(res)
+        for name, res in row["engines"].items():
+            if name == "conform":
+                _validate_conform_on_ideal(res)
+            elif name == "z3":
+                _validate_z3_on_ideal(res)
+            else:
+                _validate_on_ideal(res)
+        if "explore" not in engines:
+            row["engines"].pop("explore", None)
+        row["errors"] = {e: x["error"] for e, x in row["engines"].items() if x.get("error")}
         row["killed_by_check"] = any(
             row["engines"].get(e, {}).get("killed") for e in DEFAULT_ENGINES if e in row["engines"]
         )
@@ -218,8 +290,38 @@ def run(
     }
 
 
+def _validate_z3_on_ideal(res: dict[str, Any]) -> None:
+    """Outside the mutant: the run the spec rejected must be admitted by the unmutated model."""
+    from kvmodel.specs.runner import Disagreement, agreement_run
+
+    seed, z = res.pop("_seed", None), res.pop("_z3", None)
+    if not res.get("killed") or z is None:
+        return
+    comp, cfg, moves = z
+    try:
+        agreement_run(comp, cfg, (), steps=60, seed=seed, moves=moves)
+    except Disagreement:
+        res.update(killed=False, how=None, note="the spec rejects the unmutated model's run too: not a kill")
+        return
+    res["validated"] = True
+
+
+def verdict(rep: dict[str, Any]) -> str:
+    """``violation`` if a mutant survives every engine that applies to it, ``error`` if an
+    engine failed (and no mutant survives), else ``pass``; nothing applicable: inconclusive."""
+    rows = rep["mutants"]
+    if any(r["killed"] is False for r in rows):
+        return "violation"
+    if any(r["errors"] for r in rows):
+        return "error"
+    if not any(r["killed"] for r in rows):
+        return "inconclusive"
+    return "pass"
+
+
 def summarize(rows: list[dict[str, Any]], engines: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"mutants": len(rows), "killed": sum(1 for r in rows if r["killed"])}
+    out["errors"] = sum(1 for r in rows if r["errors"])
     out["not_applicable"] = sum(1 for r in rows if r["killed"] is None)
     out["killed_by_default_check"] = sum(1 for r in rows if r["killed_by_check"])
     per: dict[str, Any] = {}
@@ -246,7 +348,9 @@ def summarize(rows: list[dict[str, Any]], engines: list[str]) -> dict[str, Any]:
 def _line(row: dict[str, Any]) -> str:
     parts = []
     for e, x in row["engines"].items():
-        if x.get("killed") is None:
+        if x.get("error"):
+            parts.append(f"{e}: ERROR ({x['error']})")
+        elif x.get("killed") is None:
             parts.append(f"{e}: n/a")
         elif x["killed"]:
             ln = f", {x['length']} steps" if "length" in x else ""

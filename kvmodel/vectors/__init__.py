@@ -11,7 +11,6 @@ one the caller chooses.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -63,8 +62,6 @@ HARNESSES: dict[str, type[Harness]] = {
     )
 }
 
-MAX_FILE_BYTES = 64 * 1024 * 1024
-
 
 class VectorFileError(Exception):
     """A vectors file that cannot be read; one line naming the file and the problem."""
@@ -83,21 +80,10 @@ class VectorResult:
 
 
 def load_file(path: str | Path) -> list[dict[str, Any]]:
+    from kvmodel.jsonio import read_json
+
     p = Path(path)
-    try:
-        if p.is_dir():
-            raise VectorFileError(f"{p}: is a directory, not a vectors file")
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise VectorFileError(f"{p}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-        data = json.loads(p.read_bytes().decode("utf-8"))
-    except OSError as e:
-        raise VectorFileError(f"{p}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise VectorFileError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise VectorFileError(f"{p}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    except (RecursionError, ValueError) as e:
-        raise VectorFileError(f"{p}: not usable JSON: {str(e)[:120]}") from None
+    data = read_json(p, VectorFileError)
     vectors = data.get("vectors") if isinstance(data, dict) else None
     if not isinstance(vectors, list):
         raise VectorFileError(f"{p}: not a vectors file: no top-level 'vectors' list")

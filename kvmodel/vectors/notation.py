@@ -75,7 +75,7 @@ def tokens(spec: Any) -> list[int]:
         m = re.fullmatch(r"\s*\(?\s*(\d+)\s*\.\.(=?)\s*(\d+)\s*\)?\s*(?:\.collect\(\))?\s*(?:\([^()]*\))?\s*", spec)
         if m:
             a, b = int(m.group(1)), int(m.group(3)) + (1 if m.group(2) else 0)
-            if b - a > 1 << 20:
+            if b - a > 1 << 16:
                 raise Uninterpretable(f"token range {spec!r} is too long")
             return list(range(a, b))
     raise Uninterpretable(f"cannot read tokens {spec!r}")

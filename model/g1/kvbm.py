@@ -55,6 +55,7 @@ from kvmodel.model.blocks import FullBlock, PartialBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
 from kvmodel.model.g1.native import Published
+from kvmodel.model.g1.pool import MAX_SLOTS
 from kvmodel.model.g1.sequence import PLH, G1Deref, G1Promote, G1Signal, G1Use
 
 READY = "Ready"
@@ -492,6 +493,8 @@ class KvbmKvManager:
         for name, v in (("max_capacity", max_capacity), ("block_size", block_size)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
+        if max_capacity > MAX_SLOTS:
+            raise InvalidInput(f"max_capacity {max_capacity} exceeds the model's limit of {MAX_SLOTS} slots")
         if max_capacity == 0:
             raise KvbmPanic("max_capacity must be > 0")
         if eviction_backend not in EVICTION_BACKENDS:

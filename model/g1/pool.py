@@ -38,6 +38,9 @@ from kvmodel.model.errors import (
     UnknownCopy,
 )
 
+# The model keeps one record per slot: a pool larger than this is refused, not allocated.
+MAX_SLOTS = 1 << 20
+
 
 @attrs.define
 class Copy:
@@ -80,6 +83,8 @@ class NativePool:
             raise InvalidInput(f"capacity must be a non-negative integer, got {capacity!r}")
         if capacity == 0:
             raise PoolCapacityZero()
+        if capacity > MAX_SLOTS:
+            raise InvalidInput(f"capacity {capacity} exceeds the model's limit of {MAX_SLOTS} slots")
         self.capacity = capacity
         self.quirks = frozenset(quirks)
         self.copies: dict[int, Copy] = {}

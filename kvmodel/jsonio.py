@@ -1,0 +1,78 @@
+"""Reading untrusted JSON files (traces, vectors) so that nothing a file holds can crash us.
+
+:func:`read_json` returns the document or raises ``error(message)`` with one line naming the
+file and the problem: a directory or an unreadable path, a file over the size limit, bytes that
+are not UTF-8, a lone surrogate escape (``\\ud800``), ``NaN`` / ``Infinity``, an integer of
+more than 100 digits, nesting deeper than 100 levels, or a JSON syntax error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MAX_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 100
+MAX_INT_DIGITS = 100
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number here")
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _check(x: Any, depth: int = 0) -> str | None:
+    """The first problem of a loaded document: nesting too deep, or a string that is not
+    valid UTF-8 (a lone surrogate)."""
+    stack: list[tuple[Any, int]] = [(x, depth)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep"
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"a string holds a lone surrogate ({v[:20]!r})"
+        elif isinstance(v, dict):
+            for k, w in v.items():
+                stack.append((k, d + 1))
+                stack.append((w, d + 1))
+        elif isinstance(v, list):
+            stack.extend((w, d + 1) for w in v)
+    return None
+
+
+def read_json(path: str | Path, error: Callable[[str], Exception]) -> Any:
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise error(f"{p}: is a directory, not a file")
+        if p.stat().st_size > MAX_BYTES:
+            raise error(f"{p}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        raw = p.read_bytes()
+    except OSError as e:
+        raise error(f"{p}: cannot read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    try:
+        data = json.loads(text, parse_constant=_no_constant, parse_int=_int)
+    except json.JSONDecodeError as e:
+        raise error(f"{p}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise error(f"{p}: not usable JSON: nested too deeply") from None
+    except ValueError as e:
+        raise error(f"{p}: not usable JSON: {str(e)[:120]}") from None
+    problem = _check(data)
+    if problem:
+        raise error(f"{p}: not usable JSON: {problem}")
+    return data
