@@ -84,7 +84,7 @@ def exploring(component: str, space_of: Callable[[dict[str, Any]], Any]) -> list
     man = json.loads((ROOT / "specs" / "manifest.json").read_text())["entries"]
     rows = []
     for e in man:
-        if e["component"] != component:
+        if e["component"] != component or e["engine"] != "explore":
             continue
         r = explorer.explore(e["config"], e["quirks"], space_of(e["space"]))
         rows.append(

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import __version__, explorer
+from kvmodel.components.kv_manager.space import KvSpace
 
 ROOT = Path(__file__).resolve().parents[1]
 PEER = ROOT.parent / "shared" / "reference" / "examples" / "anchors-bench" / "model.py"
 
 
 def ours(cap: int, symmetry: bool) -> dict[str, Any]:
-    space = explorer.KvSpace(n_full=cap + 2, partials=1, max_batch=2, max_refcount=2)
+    space = KvSpace(n_full=cap + 2, partials=1, max_batch=2, max_refcount=2)
     r = explorer.explore({"max_capacity": cap}, (), space, symmetry=symmetry)
     return {
         "capacity": cap,

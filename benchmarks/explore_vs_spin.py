@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import __version__, explorer, promela
+from kvmodel.components.kv_manager.space import KvSpace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +45,7 @@ def ensure_spin() -> str:
     return spin
 
 
-def run_spin(capacity: int, space: explorer.KvSpace, workdir: Path, expected: int) -> dict[str, Any]:
+def run_spin(capacity: int, space: KvSpace, workdir: Path, expected: int) -> dict[str, Any]:
     pml = workdir / f"kv_c{capacity}.pml"
     pml.write_text(promela.generate(capacity, space))
     t0 = time.perf_counter()
@@ -80,7 +81,7 @@ def run_spin(capacity: int, space: explorer.KvSpace, workdir: Path, expected: in
     }
 
 
-def run_ours(capacity: int, space: explorer.KvSpace) -> dict[str, Any]:
+def run_ours(capacity: int, space: KvSpace) -> dict[str, Any]:
     r = explorer.explore({"max_capacity": capacity}, (), space, symmetry=True)
     return {
         "states": r.states,
@@ -101,7 +102,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for cap in range(2, a.max_capacity + 1):
-            space = explorer.KvSpace(n_full=cap + 2, partials=1, max_batch=2, max_refcount=2)
+            space = KvSpace(n_full=cap + 2, partials=1, max_batch=2, max_refcount=2)
             o = run_ours(cap, space)
             s = run_spin(cap, space, Path(tmp), o["concrete_states"] or 1)
             row = {

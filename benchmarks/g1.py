@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from component_bench import exploring, finding, versus_peer
 
 from kvmodel import __version__, explorer
+from kvmodel.components.g1_native.space import G1Space
 
 ROOT = Path(__file__).resolve().parents[1]
 C = "g1_native"
@@ -114,7 +115,7 @@ def z3_engine() -> dict[str, Any]:
         rep = run_bmc(C, 6, CHECK_SPACE, (q.name,), properties=q.breaks, induction=False)
         bmc_s = time.perf_counter() - t
         t = time.perf_counter()
-        res = explorer.explore({}, (q.name,), explorer.G1Space(**CHECK_SPACE), stop_on_violation=True)
+        res = explorer.explore({}, (q.name,), G1Space(**CHECK_SPACE), stop_on_violation=True)
         bfs_s = time.perf_counter() - t
         (row,) = rep["invariants"]
         out["bmc"][q.name] = {
@@ -139,8 +140,8 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "hypothesis": versus_peer(C),
-        "time_to_find": finding(C, explorer.G1Space(**CHECK_SPACE)),
-        "explore": exploring(C, lambda sp: explorer.G1Space(**sp)),
+        "time_to_find": finding(C, G1Space(**CHECK_SPACE)),
+        "explore": exploring(C, lambda sp: G1Space(**sp)),
         "conformance": conformance(),
         "z3": z3_engine(),
     }

@@ -72,8 +72,8 @@ def model_only(n_steps: int = 50_000, seed: int = 1) -> dict[str, Any]:
     """The systems layer alone (model + monitor + 13 invariants), random operations, no Hypothesis."""
     import random
 
+    from kvmodel.components.kv_manager.system import KvManagerSystem
     from kvmodel.model.blocks import Deref, Destroy, FullBlock, PartialBlock, Promote, Use
-    from kvmodel.systems import KvManagerSystem
 
     rng = random.Random(seed)
     sys_ = KvManagerSystem({"max_capacity": 4}, ())

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from component_bench import exploring, finding, versus_peer
 
-from kvmodel import __version__, explorer
+from kvmodel import __version__
+from kvmodel.components.g1_kvbm.space import KvbmSpace
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.quirks import QUIRKS
 from kvmodel.specs.engine import Step
@@ -41,8 +42,8 @@ def _bfs_spec_world(cfg: dict[str, Any], quirk: str, invariant: str) -> tuple[in
     operations (same world, no Z3), stopping at the first step that breaks ``invariant``."""
     from collections import deque
 
+    from kvmodel.components.g1_kvbm.system import G1KvbmSystem
     from kvmodel.specs import make_spec
-    from kvmodel.systems import G1KvbmSystem
 
     t = time.perf_counter()
     spec = make_spec(C, cfg, (quirk,))
@@ -125,8 +126,8 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "hypothesis": versus_peer(C),
-        "time_to_find": finding(C, explorer.KvbmSpace(**CHECK_SPACE), CHECK_CONFIG),
-        "explore": exploring(C, lambda sp: explorer.KvbmSpace(**sp)),
+        "time_to_find": finding(C, KvbmSpace(**CHECK_SPACE), CHECK_CONFIG),
+        "explore": exploring(C, lambda sp: KvbmSpace(**sp)),
         "z3": z3_engine(),
     }
     path = ROOT / "benchmarks" / "results" / "kvbm.json"

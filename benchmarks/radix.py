@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import __version__
+from kvmodel.components.kv_manager.space import KvSpace
+from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.conformance import radix
-from kvmodel.explorer import KvSpace
 from kvmodel.model.events import from_responses
 from kvmodel.model.quirks import faithful
-from kvmodel.systems import KvManagerSystem
 
 ROOT = Path(__file__).resolve().parents[1]
 

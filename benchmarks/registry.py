@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from component_bench import exploring, finding, versus_peer
 
-from kvmodel import __version__, explorer
+from kvmodel import __version__
+from kvmodel.components.registry.space import RegSpace
 from kvmodel.model.quirks import quirks_of
 from kvmodel.specs.runner import prove, run_bmc
 
@@ -54,8 +55,8 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "hypothesis": versus_peer(C),
-        "time_to_find": finding(C, explorer.RegSpace(**CHECK_SPACE)),
-        "explore": exploring(C, lambda sp: explorer.RegSpace(**sp)),
+        "time_to_find": finding(C, RegSpace(**CHECK_SPACE)),
+        "explore": exploring(C, lambda sp: RegSpace(**sp)),
         "z3": z3_rows(),
     }
     path = ROOT / "benchmarks" / "results" / "registry.json"

@@ -51,33 +51,21 @@ class Adapter(Protocol):
     def step(self, op: str, args: Any) -> dict[str, Any]: ...
 
 
-# The operations generated per component, beyond the explorer's move set: read-only queries.
-_QUERIES: dict[str, list[tuple[str, Any]]] = {
-    "kv_manager": [("current_capacity", {}), ("num_active_blocks", {}), ("num_inactive_blocks", {})],
-    "lru_evictor_counter": [("len", {})],
-    "lru_evictor_wallclock": [("len", {})],
-}
+def _component(component: str) -> Any:
+    from kvmodel import components
+
+    try:
+        return components.get(component, lambda c: c.api_space, "component with a workload generator")
+    except components.UnknownComponent as e:
+        raise ValueError(str(e)) from None
 
 
 def _space(component: str, space: Any | None) -> Any:
-    from kvmodel import explorer
-
-    if space is not None:
-        return space
-    if component == "kv_manager":
-        return explorer.KvSpace(n_full=4, partials=1, max_batch=3, max_refcount=3)
-    if component in ("lru_evictor_counter", "lru_evictor_wallclock"):
-        return explorer.LruSpace(component, objects=3, max_queue=8)
-    if component == "kvbm_block_registry":
-        return explorer.RegSpace()
-    if component == "g1_native":
-        return explorer.G1Space(owners=3, prompts=3, pushes=3, decode=2)
-    if component == "g1_kvbm":
-        return explorer.KvbmSpace(owners=3, prompts=5, pushes=2, decode=2)
-    raise InvalidInput(f"no workload generator for {component!r}")
+    """The workload world: the caller's, or the component's (``kvmodel.components``)."""
+    return space if space is not None else _component(component).api_space()
 
 
-def error_names(component: str = "kv_manager") -> dict[str, str]:
+def error_names(component: str | None = None) -> dict[str, str]:
     """The model's rejections: type name -> panic message (either may be returned as ``error``)."""
     out = {}
     for name in dir(errors):
@@ -223,7 +211,7 @@ def _concrete(
     component: str, config: dict[str, Any], quirks: Sequence[str], picks: Sequence[int], sp: Any
 ) -> list[tuple[str, Any]]:
     """The operation list a sequence of move choices stands for (disabled moves are skipped)."""
-    queries = _QUERIES.get(component, [])
+    queries = list(_component(component).queries)
     moves = sp.moves()
     s = sp.system(config, quirks)
     ops: list[tuple[str, Any]] = []
@@ -326,7 +314,7 @@ def differential(
 
 def check_implementation(
     adapter: Adapter | Callable[[], Adapter],
-    component: str = "kv_manager",
+    component: str | None = None,
     *,
     config: dict[str, Any] | None = None,
     quirks: Sequence[str] = (),
@@ -337,7 +325,8 @@ def check_implementation(
     revision: str | None = None,
     step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
 ) -> DiffReport:
-    """Differential check of ``adapter`` against the model of ``component``.
+    """Differential check of ``adapter`` against the model of ``component`` (default: the first
+    registered component, the mocker's KV manager).
 
     ``quirks``: the model to compare with — ``()`` the ideal model, ``"faithful"`` the seed's
     revision of the real code, or a list of quirk names; ``revision``: a named revision of the
@@ -360,6 +349,12 @@ def check_implementation(
             raise ValueError(f"{name} must be an integer of at least {lo}, got {v!r}")
     if step_timeout is not None and not (isinstance(step_timeout, int | float) and 0 < step_timeout < float("inf")):
         raise ValueError(f"step_timeout must be a positive number of seconds or None, got {step_timeout!r}")
+    if component is None:
+        from kvmodel import components
+
+        component = components.default().name
+    else:
+        component = _component(component).name
     impl: Adapter = adapter if hasattr(adapter, "step") else adapter()  # type: ignore[assignment]
     if revision is not None:
         q = sorted(named_revision(component, revision).quirks)

@@ -124,25 +124,119 @@ def check_outputs(args: argparse.Namespace, files: tuple[str, ...], dirs: tuple[
             check_out_dir(v, "--" + name.replace("_", "-"))
 
 
-def given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
-    """The options among ``names`` the user set (their default is None)."""
-    return [n for n in names if getattr(args, n, None) not in (None, False)]
+def add_component_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """The options every component declares for ``command`` (``explore`` or ``spec``), merged:
+    one flag per name, its help naming each component's meaning and range. Values are checked
+    per component once the component is known (:func:`component_values`)."""
+    from kvmodel import components
+
+    merged: dict[str, list[tuple[str, Any]]] = {}
+    for c in components.registered():
+        for o in c.options_for(command):
+            merged.setdefault(o.name, []).append((c.name, o))
+    for name, decls in merged.items():
+        kinds = {o.kind for _, o in decls}
+        if len(kinds) != 1:
+            raise ValueError(f"option --{name} is declared with different kinds: {sorted(kinds)}")
+        (kind,) = kinds
+        helptext = "; ".join(f"{c}: {o.describe()}" for c, o in decls)
+        flag = decls[0][1].flag
+        if kind == "flag":
+            parser.add_argument(flag, action="store_true", default=None, help=helptext)
+        elif kind == "choice":
+            choices = sorted({ch for _, o in decls for ch in o.choices})
+            parser.add_argument(flag, choices=choices, help=helptext)
+        else:
+            lo, hi = min(o.lo for _, o in decls), max(o.hi for _, o in decls)
+            parser.add_argument(flag, type=integer(lo, hi), metavar="N", help=helptext)
 
 
-def reject_foreign(args: argparse.Namespace, component: str, belongs: dict[str, tuple[str, ...]]) -> None:
-    """Options that belong to other components than ``component`` are a usage error (they
-    would otherwise be silently ignored)."""
-    mine = set(belongs.get(component, ()))
-    for _comp, names in sorted(belongs.items()):
-        for n in names:
-            if n in mine:
-                continue
-            if getattr(args, n, None) not in (None, False):
-                owners = [c for c, ns in sorted(belongs.items()) if n in ns]
-                raise UsageError(f"--{n.replace('_', '-')} is an option of {', '.join(owners)}, not of {component}")
+def component_values(args: argparse.Namespace, component: Any, command: str) -> dict[str, Any]:
+    """The values the user gave for ``component``'s options of ``command``, checked against the
+    component's own ranges; an option of another component is a usage error (it would otherwise
+    be silently ignored)."""
+    from kvmodel import components
+
+    mine = {o.name: o for o in component.options_for(command)}
+    everyone = {o.name for c in components.registered() for o in c.options_for(command)}
+    out: dict[str, Any] = {}
+    for name in sorted(everyone):
+        v = getattr(args, name, None)
+        if v is None:
+            continue
+        o = mine.get(name)
+        if o is None:
+            owners = [c.name for c in components.registered() if any(x.name == name for x in c.options_for(command))]
+            raise UsageError(f"--{name.replace('_', '-')} is an option of {', '.join(owners)}, not of {component.name}")
+        if o.kind == "int" and not o.lo <= v <= o.hi:
+            raise UsageError(f"{o.flag}: {component.name} takes {o.lo} .. {o.hi}, got {v}")
+        if o.kind == "choice" and v not in o.choices:
+            raise UsageError(f"{o.flag}: {component.name} takes one of {', '.join(o.choices)}, got {v}")
+        out[name] = v
+    return out
 
 
-def fill(args: argparse.Namespace, defaults: dict[str, Any]) -> None:
-    for k, v in defaults.items():
-        if getattr(args, k, None) is None:
-            setattr(args, k, v)
+def explore_world(args: argparse.Namespace, component: Any) -> Any:
+    """The bounded world ``kvmodel explore`` searches: each option's value (or its default) goes
+    to the system's configuration or to the explorer space."""
+    from kvmodel.components import EXPLORE, World
+
+    given_ = component_values(args, component, EXPLORE)
+    config: dict[str, Any] = {}
+    space: dict[str, Any] = {}
+    for o in component.options_for(EXPLORE):
+        v = given_.get(o.name, o.default)
+        if o.kind == "flag":
+            v = bool(v)
+            v = not v if o.invert else v
+        elif v is None:
+            continue
+        (config if o.part == "config" else space)[o.target] = v
+    return World(config, space)
+
+
+def spec_universe(args: argparse.Namespace, component: Any) -> dict[str, Any]:
+    """The Z3 universe from the options the user gave (the spec's defaults otherwise)."""
+    from kvmodel.components import SPEC
+
+    out: dict[str, Any] = {}
+    decl = {o.name: o for o in component.options_for(SPEC)}
+    for name, v in component_values(args, component, SPEC).items():
+        o = decl[name]
+        out[o.target] = (not v if o.invert else v) if o.kind == "flag" else v
+    return out
+
+
+def revision_quirks(component: str, name: str) -> frozenset[str]:
+    """The quirks of a named revision; a usage error names the known ones."""
+    from kvmodel.model.quirks import revision, revisions_of
+
+    try:
+        return revision(component, name).quirks
+    except ValueError:
+        known = ", ".join(r.name for r in revisions_of(component)) or "none recorded"
+        raise UsageError(f"--revision: unknown revision {name!r} of {component} (known: {known})") from None
+
+
+def quirks_of_args(args: argparse.Namespace, c: Any, default_faithful: bool) -> frozenset[str]:
+    """The quirk set of explore / prove / bmc: a revision's, the named ones (with what they
+    require), the seed's revision (faithful) or none."""
+    from kvmodel.model.quirks import QUIRKS, faithful
+
+    if getattr(args, "revision", None):
+        return revision_quirks(c.name, args.revision)
+    if args.quirk:
+        names = set(args.quirk)
+        for n in list(names):
+            if n not in QUIRKS or QUIRKS[n].component != c.name:
+                raise UsageError(f"unknown quirk {n!r} for {c.name}")
+            names |= set(QUIRKS[n].requires)
+        return frozenset(names)
+    return faithful(c.name) if args.faithful or (default_faithful and not args.ideal) else frozenset()
+
+
+def spec_quirks(args: argparse.Namespace, c: Any, default_faithful: bool) -> frozenset[str]:
+    """As :func:`quirks_of_args`; a revision's or the faithful set restricted to what the spec's world
+    reaches (named quirks are taken as asked: the spec refuses those it does not model)."""
+    q = quirks_of_args(args, c, default_faithful)
+    return q if args.quirk else c.modelled_quirks(q)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kvmodel import invariants
 from kvmodel.model.quirks import QUIRKS
@@ -50,3 +51,29 @@ def invariants_markdown(components: Iterable[str] | None = None) -> str:
     lines.append("A quirk's breakage set is exactly what exhaustive exploration finds with that quirk alone")
     lines.append("(beyond what the quirks it requires break); `stateful_tests/test_explorer.py` pins it.")
     return "\n".join(lines) + "\n"
+
+
+def invariants_report(wanted: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``kvmodel invariants``: the catalogue (of the ``wanted`` components, or all) as JSON and text."""
+    sel = [i for i in invariants.catalogue() if not wanted or i.component in wanted]
+    lines = [f"{i.component:<22} {i.name:<36} {i.kind:<6} {i.statement}" for i in sel]
+    return {"count": len(sel), "invariants": [i.to_json() for i in sel]}, [*lines, f"{len(sel)} invariants"]
+
+
+def quirks_report(names: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``kvmodel quirks``: the quirks and revisions of the components ``names``, as JSON and text."""
+    from kvmodel.model.quirks import REVISIONS, quirk_revisions, quirks_of
+
+    sel = [q for n in names for q in quirks_of(n)]
+    revs = [r for n in names for r in REVISIONS.values() if r.component == n]
+    lines = [
+        f"{q.component:<22} {q.name:<38} {q.ref:<12} in {', '.join(quirk_revisions(q.name)) or '-'}; "
+        f"breaks {', '.join(q.breaks)}"
+        for q in sel
+    ]
+    lines.append(f"{len(sel)} quirks")
+    for r in revs:
+        tag = " (the seed's: faithful)" if r.default else ""
+        lines.append(f"revision {r.component} {r.name}{tag}: {r.summary}; {len(r.quirks)} quirks")
+    report = {"count": len(sel), "quirks": [q.to_json() for q in sel], "revisions": [r.to_json() for r in revs]}
+    return report, lines

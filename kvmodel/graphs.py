@@ -124,3 +124,22 @@ def to_svg(graph: Any, *, mark: str | None = None, title: str = "kvmodel", timeo
     if done.returncode != 0:
         raise GraphvizError(f"Graphviz dot failed: {done.stderr.strip().splitlines()[-1:]}")
     return done.stdout
+
+
+def write(graph: Any, title: str, mark: str | None, dot: str | None, svg: str | None) -> dict[str, Any]:
+    """Write the state graph as DOT and/or SVG; what ``kvmodel explore --json`` reports of it."""
+    from pathlib import Path
+
+    out: dict[str, Any] = {}
+    if dot:
+        Path(dot).parent.mkdir(parents=True, exist_ok=True)
+        Path(dot).write_text(to_dot(graph, mark=mark, title=title))
+        out["dot"] = dot
+    if svg:
+        text = to_svg(graph, mark=mark, title=title)
+        Path(svg).parent.mkdir(parents=True, exist_ok=True)
+        Path(svg).write_text(text)
+        out["svg"] = svg
+    out["graph_nodes"], out["graph_edges"] = graph.number_of_nodes(), graph.number_of_edges()
+    out["marked"] = marked_path(graph, mark)[0]
+    return out

@@ -3,7 +3,7 @@
 The generated model has the same state as the explorer's unreduced search (per-block
 refcounts and the inactive LRU order; in the ideal model ``all_blocks`` is their union and
 the monitor's ghost state equals them, so neither adds states) and one ``d_step`` branch per
-action of :meth:`kvmodel.explorer.KvSpace.actions`, with the ideal semantics: a rejected
+action of :meth:`kvmodel.components.kv_manager.space.KvSpace.actions`, with the ideal semantics: a rejected
 operation changes nothing, a Use that runs out of space changes nothing, the refcount guard
 disables an action. Uses that are rejected statically (a partial block before the last
 position) are left out; they change no state. Scratch variables are ``hidden`` so they are
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kvmodel.explorer import KvSpace
+from kvmodel.components.kv_manager.space import KvSpace
 from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
 
 NONE = 255

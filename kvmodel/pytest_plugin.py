@@ -31,10 +31,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture
 def kvmodel_check(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., DiffReport]:
-    """``kvmodel_check(adapter, component="kv_manager", **options) -> DiffReport``; fails the test on a divergence."""
+    """``kvmodel_check(adapter, component=None, **options) -> DiffReport`` (``None``: the mocker's KV
+    manager); fails the test on a divergence."""
     cfg = request.config
 
-    def check(adapter: Any, component: str = "kv_manager", **options: Any) -> DiffReport:
+    def check(adapter: Any, component: str | None = None, **options: Any) -> DiffReport:
         options.setdefault("workloads", cfg.getoption("kvmodel_workloads"))
         options.setdefault("seed", cfg.getoption("kvmodel_seed"))
         rep = check_implementation(adapter, component, **options)

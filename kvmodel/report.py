@@ -96,3 +96,29 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
     )
     path.write_text(text)
     return written
+
+
+def write_outputs(summary: dict[str, Any], *, html: str | None, junit: str | None, itf: bool) -> list[str]:
+    """The extra outputs of ``kvmodel check``: each counterexample in the ITF format beside its
+    trace (``itf``), the HTML report and the JUnit XML; returns what to tell the user."""
+    import json as _json
+
+    from kvmodel import traces
+
+    said = []
+    if itf:
+        from kvmodel.itf import from_trace
+
+        for row in summary["results"]:
+            if row.get("trace") and row["engine"] != "conform":
+                p = Path(row["trace"]).with_suffix(".itf.json")
+                p.write_text(_json.dumps(from_trace(traces.load(row["trace"])), indent=1, sort_keys=True) + "\n")
+                row["itf"] = str(p)
+    if html:
+        said.append(f"wrote {html} and {len(write(summary, Path(html)))} counterexample page(s)")
+    if junit:
+        from kvmodel.junit import junit_xml
+
+        Path(junit).parent.mkdir(parents=True, exist_ok=True)
+        Path(junit).write_text(junit_xml(summary["results"]))
+    return said

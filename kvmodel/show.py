@@ -15,6 +15,8 @@ import html
 import json
 from typing import Any
 
+from kvmodel import components
+
 COL_W, COL_GAP, LINE_H = 236, 16, 15
 # The per-component renderings read fields a schema-valid trace need not have (the schema
 # leaves recorded observations open): whatever they cannot read is shown as plain JSON.
@@ -157,10 +159,12 @@ def _apply_view(view: dict[int, int | None], events: list[Any]) -> None:
 def _steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     view: dict[int, int | None] = {}
+    comp = trace.get("component")
+    stream = isinstance(comp, str) and any(c.router_stream for c in components.registered() if comp in c.names)
     for s in trace["steps"]:
         obs = s.get("observe") or {}
         state = _state_lines(obs.get("state"))
-        if trace.get("component") == "kv_manager":
+        if stream:
             _router_view(view, obs.get("events") or [])
             shown = ", ".join(f"{h}" if p is None else f"{h}←{p}" for h, p in sorted(view.items()))
             state.append(f"router view: {shown or '—'}")
@@ -285,3 +289,22 @@ def page(trace: dict[str, Any], title: str = "kvmodel trace") -> str:
         f'{head}\n<div class="timeline">\n{_svg(trace)}\n</div>\n'
         "<p>Re-run with <code>kvmodel replay TRACE</code>.</p>\n</body></html>\n"
     )
+
+
+def replay_lines(trace: dict[str, Any], res: Any, source: str) -> list[str]:
+    """What ``kvmodel replay`` says after the timeline: the divergence, the violation, whether the
+    recorded violation reproduced, and the verdict."""
+    lines = [
+        f"{source}: {trace['component']} with quirks {trace['quirks'] or 'none (ideal)'}: "
+        f"replayed {res.steps_run} of {len(trace['steps'])} steps",
+        f"DIVERGENCE at {res.divergence}" if res.divergence else "every recorded observation reproduced",
+    ]
+    rv, v = res.recorded_violation, res.violation
+    if v:
+        lines.append(f"VIOLATION of {v['invariant']} at step {v['step']}: {v['message']}")
+    if rv and res.reproduces_recorded:
+        lines.append(f"the recorded violation of {rv['invariant']} at step {rv['step']} is reproduced")
+    elif rv and not res.divergence:
+        lines.append(f"the recorded violation of {rv['invariant']} at step {rv['step']} did NOT reproduce")
+    lines.append(f"verdict: {res.verdict}")
+    return lines

@@ -47,7 +47,7 @@ from kvmodel.model.errors import (
     SubtractOverflow,
 )
 from kvmodel.model.lru import CounterLRU, WallClockLRU
-from kvmodel.model.quirks import faithful, validate
+from kvmodel.model.quirks import faithful, resolve
 
 COMPONENT = "kv_manager"
 FAITHFUL: frozenset[str] = faithful(COMPONENT)
@@ -82,7 +82,7 @@ class KvManager:
         block_size: int = 16,
         *,
         channel: bool = True,
-        quirks: Iterable[str] = FAITHFUL,
+        quirks: Iterable[str] | None = None,
         evictor: EvictorKind = "wallclock",
     ) -> None:
         self.max_capacity = _usize(max_capacity, "max_capacity")
@@ -93,7 +93,7 @@ class KvManager:
             raise InvalidInput(f"evictor must be 'wallclock' or 'counter', got {evictor!r}")
         self.channel = channel
         self.evictor_kind: EvictorKind = evictor
-        self.quirks = validate(COMPONENT, quirks)
+        self.quirks = resolve(COMPONENT, quirks)
         self.active: dict[UniqueBlock, int] = {}
         # The manager's logical clock ticks on every insert, so the wall-clock evictor's stale-entry
         # quirk (equal readings) cannot arise here; unique stamps give the same eviction order.

@@ -81,12 +81,14 @@ class WallClockLRU(_Table[T]):
         self,
         cleanup_threshold: int = DEFAULT_CLEANUP_THRESHOLD,
         *,
-        quirks: Iterable[str] = ("equal_timestamp_stale_entry",),
+        quirks: Iterable[str] | None = None,
     ) -> None:
         if not isinstance(cleanup_threshold, int) or cleanup_threshold < 0:
             raise InvalidInput(f"cleanup_threshold must be a usize, got {cleanup_threshold!r}")
         self.cleanup_threshold = cleanup_threshold
-        self.stale_quirk = "equal_timestamp_stale_entry" in set(quirks)
+        from kvmodel.model.quirks import resolve
+
+        self.stale_quirk = "equal_timestamp_stale_entry" in resolve("lru_evictor_wallclock", quirks)
         self.free_table: dict[T, Stamp] = {}
         self.queue: deque[tuple[T, Stamp]] = deque()
         self.clock = 0

@@ -9,8 +9,11 @@ invariants a quirk is expected to violate, which the test-suite checks both ways
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import attrs
+
+from kvmodel.model.errors import InvalidInput
 
 
 @attrs.frozen
@@ -21,6 +24,17 @@ class Quirk:
     summary: str
     breaks: tuple[str, ...]
     requires: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "component": self.component,
+            "ref": self.ref,
+            "summary": self.summary,
+            "breaks": list(self.breaks),
+            "requires": list(self.requires),
+            "revisions": list(quirk_revisions(self.name)),
+        }
 
 
 _ALL: list[Quirk] = [
@@ -337,6 +351,16 @@ class Revision:
     summary: str
     default: bool = False
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "component": self.component,
+            "default": self.default,
+            "source": self.source,
+            "summary": self.summary,
+            "quirks": sorted(self.quirks),
+        }
+
 
 def _rev(
     name: str, component: str, quirks: Iterable[str], source: str, summary: str, *, default: bool = False
@@ -473,11 +497,45 @@ def faithful(component: str) -> frozenset[str]:
     return frozenset(q.name for q in quirks_of(component))
 
 
+class UnknownQuirk(InvalidInput, ValueError):
+    """A quirk name that is not one of the component's."""
+
+
 def validate(component: str, names: Iterable[str]) -> frozenset[str]:
-    """Check quirk names against the catalogue; ``ValueError`` names the unknown one."""
+    """Check quirk names against the catalogue; :class:`UnknownQuirk` names the unknown one."""
     known = {q.name for q in quirks_of(component)}
+    if isinstance(names, str):
+        raise UnknownQuirk(f"quirks of {component!r} must be a list of names, not the string {names!r}")
     out = frozenset(names)
-    for n in sorted(out):
+    for n in sorted(out, key=str):
         if n not in known:
-            raise ValueError(f"unknown quirk {n!r} for component {component!r} (known: {sorted(known)})")
+            raise UnknownQuirk(f"unknown quirk {n!r} for component {component!r} (known: {sorted(known)})")
     return out
+
+
+def resolve(component: str, quirks: Iterable[str] | None) -> frozenset[str]:
+    """The quirk set a model of ``component`` runs with: ``None`` is faithful (the seed's
+    revision), anything else is validated. Every model constructor and every system uses it."""
+    return faithful(component) if quirks is None else validate(component, quirks)
+
+
+def register(quirks: Iterable[Quirk], revisions: Iterable[Revision] = ()) -> None:
+    """Add the quirks and revisions of a component registered at run time."""
+    for q in quirks:
+        if q.name in QUIRKS:
+            raise ValueError(f"quirk {q.name!r} exists")
+        _ALL.append(q)
+        QUIRKS[q.name] = q
+    for r in revisions:
+        _REVISIONS.append(r)
+        REVISIONS[(r.component, r.name)] = r
+
+
+def unregister(component: str) -> None:
+    """Remove a run-time component's quirks and revisions."""
+    for q in [q for q in _ALL if q.component == component]:
+        _ALL.remove(q)
+        QUIRKS.pop(q.name, None)
+    for r in [r for r in _REVISIONS if r.component == component]:
+        _REVISIONS.remove(r)
+        REVISIONS.pop((r.component, r.name), None)

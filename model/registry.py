@@ -298,11 +298,10 @@ def kind_of(v: Value) -> str:
 class Registry:
     """A world of block registries sharing global registries, with the caller's values."""
 
-    def __init__(self, quirks: Iterable[str] = ()) -> None:
-        self.quirks = frozenset(quirks)
-        for q in self.quirks:
-            if q not in QUIRKS:
-                raise InvalidInput(f"unknown registry quirk {q!r}")
+    def __init__(self, quirks: Iterable[str] | None = None) -> None:
+        from kvmodel.model.quirks import resolve
+
+        self.quirks = resolve("kvbm_block_registry", quirks)
         self.pools: dict[str, Pool] = {}
         self.globals: dict[str, dict[tuple[int, str | None], int]] = {}
         self.values: dict[str, Value] = {}

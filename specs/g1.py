@@ -3,7 +3,7 @@
 Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` (R05), ``vllm_backend.rs`` (R06) and
 ``lib/mocker/src/cache/vllm_block_pool.rs``. A second description of what
 :class:`kvmodel.systems.G1System` executes, over the explorer's bounded world
-(:class:`kvmodel.explorer.G1Space`): ``owners`` requests started from the first ``prompts`` of
+(:class:`kvmodel.components.g1_native.space.G1Space`): ``owners`` requests started from the first ``prompts`` of
 ``G1_PROMPTS`` (block size 2), at most ``pushes`` pushed tokens (each the token 6), at most one
 decode reservation of ``decode`` slots, a pool of ``capacity`` blocks. One operation per move of
 the explorer, with the explorer's guard (the scheduler's discipline).
@@ -55,7 +55,7 @@ class G1Universe:
     capacity: int = 3
 
     def __attrs_post_init__(self) -> None:
-        from kvmodel.explorer import G1_PROMPTS
+        from kvmodel.components.g1_native.space import G1_PROMPTS
 
         require_naturals(self, ("owners", "prompts", "pushes", "decode", "capacity"))
         if not 1 <= self.prompts <= len(G1_PROMPTS):
@@ -139,7 +139,7 @@ class G1Spec:
 
     def _world(self) -> None:
         """Hash ids of every full block a request of this world can have, from the real sequence."""
-        from kvmodel.explorer import G1_PROMPTS
+        from kvmodel.components.g1_native.space import G1_PROMPTS
         from kvmodel.model.g1.sequence import NewActiveSequence
 
         u = self.u
@@ -1082,7 +1082,7 @@ def trace_agreement(
     that the check tells them apart); ``moves`` replaces the random runs by one given run."""
     import random
 
-    from kvmodel.explorer import G1Space
+    from kvmodel.components.g1_native.space import G1Space
     from kvmodel.specs.runner import Disagreement, mode_of
 
     q = validate(COMPONENT, quirks)

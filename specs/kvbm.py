@@ -778,7 +778,7 @@ def agreement(config: dict[str, Any], quirks: Iterable[str] = (), max_states: in
     faults. Stops at the first difference. Returns the states, transitions and differences."""
     from collections import deque
 
-    from kvmodel.systems import G1KvbmSystem
+    from kvmodel.components.g1_kvbm.system import G1KvbmSystem
 
     spec = make_spec(config, quirks)
     start = G1KvbmSystem(spec.exec_config(), spec.quirks)

@@ -2,7 +2,7 @@
 
 Real code: ``lib/llm/src/block_manager/block/registry.rs`` and ``events.rs``. A second
 description of what :mod:`kvmodel.model.registry` executes, over the explorer's bounded
-world (:class:`kvmodel.explorer.RegSpace`): the same registries, block-state slots
+world (:class:`kvmodel.components.registry.space.RegSpace`): the same registries, block-state slots
 ``s<i>``, publish-handle slots ``ph<k>``, Arc slots ``a<j>``, publisher slots ``pub<u>`` and
 unregister channels of at most ``max_pending`` hashes, with the same moves.
 

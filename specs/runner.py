@@ -233,3 +233,32 @@ def agreement_run(
             )
         checked += 1
     return checked
+
+
+def row_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The lines ``kvmodel prove`` and ``kvmodel bmc`` print, one per invariant."""
+    out = []
+    for r in rows:
+        extra = f" k={r['k']}" if r.get("k") is not None else ""
+        how = f" [{r['method']}]" if r.get("method") else ""
+        lemma = " (lemma)" if r.get("lemma") else ""
+        line = f"  {r['status'].upper():<12} {r['invariant']}{lemma}{extra}{how} {r['seconds']:.2f}s"
+        if r.get("trace"):
+            line += f" -> {r['trace']}"
+        elif r.get("detail") and r["status"] != "proved":
+            line += f" ({r['detail']})"
+        out.append(line)
+    return out
+
+
+def describe(rep: dict[str, Any]) -> list[str]:
+    """What ``kvmodel prove`` / ``kvmodel bmc`` print for a report."""
+    if rep["engine"] == "z3-k-induction":
+        head = f"{rep['component']} {rep['mode']}: k-induction (k <= {rep['max_k']}) over {rep['universe']}"
+        n = sum(1 for r in rep["invariants"] if r["status"] == "proved")
+        tail = f"{n} of {len(rep['invariants'])} proved"
+    else:
+        width = f"{rep['width']}-bit" if rep["width"] else "integers"
+        head = f"{rep['component']} {rep['mode']}: BMC to depth {rep['depth']} over {rep['universe']} ({width})"
+        tail = f"{len(rep['traces'])} counterexample trace(s), each replayed on the executable model"
+    return [f"{head}, {rep['seconds']:.2f}s", *row_lines(rep["invariants"]), tail, f"verdict: {rep['verdict']}"]

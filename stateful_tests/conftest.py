@@ -10,7 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
+
+from kvmodel.profiles import register_hypothesis_profiles
 
 # The Rust runtime of ai-dynamo-runtime logs INFO lines to stderr unless told otherwise.
 os.environ.setdefault("DYN_LOG", "error")
@@ -21,24 +23,7 @@ SHARED = Path(os.environ.get("KVMODEL_SHARED", ROOT.parent / "shared"))
 VECTORS = ROOT / "stateful_tests" / "vectors" / "dynamo-test-vectors.json"
 REQUIRE_REAL = os.environ.get("KVMODEL_REQUIRE_REAL") == "1"
 
-settings.register_profile(
-    "ci",
-    max_examples=150,
-    stateful_step_count=30,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-    print_blob=True,
-)
-settings.register_profile(
-    "deep",
-    max_examples=3000,
-    stateful_step_count=60,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    print_blob=True,
-)
+register_hypothesis_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -9,25 +9,20 @@ from typing import Any
 
 import pytest
 
-from kvmodel import cli, explorer, traces
+from kvmodel import cli, components, explorer, traces
+from kvmodel.components.kv_manager.space import KvSpace
 from kvmodel.model.quirks import QUIRKS, quirks_of
 
 from .test_cli import ROOT
 
 MANIFEST = json.loads((ROOT / "specs" / "manifest.json").read_text())
-FAST = [e for e in MANIFEST["entries"] if e["seconds"] < 10]
+EXPLORE = [e for e in MANIFEST["entries"] if e["engine"] == "explore"]
+FAST = [e for e in EXPLORE if e["seconds"] < 10]
 
 
 def _space(entry: dict[str, Any]) -> explorer.Space:
-    if entry["component"] == "kv_manager":
-        return explorer.KvSpace(**entry["space"])
-    if entry["component"] == "kvbm_block_registry":
-        return explorer.RegSpace(**entry["space"])
-    if entry["component"] == "g1_native":
-        return explorer.G1Space(**entry["space"])
-    if entry["component"] == "g1_kvbm":
-        return explorer.KvbmSpace(**entry["space"])
-    return explorer.LruSpace(entry["component"], **entry["space"])
+    c = components.get(entry["component"])
+    return c.explore_space(components.World(entry["config"], entry["space"]))
 
 
 def _run(entry: dict[str, Any], symmetry: bool = True) -> explorer.ExploreResult:
@@ -55,18 +50,11 @@ def test_manifest_entry(entry: dict[str, Any]) -> None:
 
 
 def test_manifest_covers_every_component_quirk_and_the_ideal_at_capacity_4_with_6_ids() -> None:
-    names = {e["name"] for e in MANIFEST["entries"]}
+    names = {e["name"] for e in EXPLORE}
     for q in QUIRKS:
         assert any(n.startswith(f"quirk-{q}-") for n in names), q
-    assert {e["component"] for e in MANIFEST["entries"]} == {
-        "kv_manager",
-        "lru_evictor_wallclock",
-        "lru_evictor_counter",
-        "kvbm_block_registry",
-        "g1_native",
-        "g1_kvbm",
-    }
-    big = next(e for e in MANIFEST["entries"] if e["name"] == "ideal-c4-b6")
+    assert {e["component"] for e in EXPLORE} == {c.name for c in components.registered() if c.space is not None}
+    big = next(e for e in EXPLORE if e["name"] == "ideal-c4-b6")
     assert big["config"]["max_capacity"] == 4 and big["space"]["n_full"] == 6
     assert big["expect"]["verdict"] == "holds"
 
@@ -89,7 +77,7 @@ def test_symmetry_is_sound(entry: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("quirk", list(QUIRKS.values()), ids=lambda q: q.name)
 def test_catalogue_breakage_sets_are_exactly_what_exhaustive_search_finds(quirk: Any) -> None:
-    entry = next(e for e in MANIFEST["entries"] if e["name"].startswith(f"quirk-{quirk.name}-"))
+    entry = next(e for e in EXPLORE if e["name"].startswith(f"quirk-{quirk.name}-"))
     r = _run(entry)
     base = set(_run({**entry, "quirks": list(quirk.requires)}).violations) if quirk.requires else set()
     assert set(r.violations) - base == set(quirk.breaks)
@@ -109,7 +97,7 @@ def test_hypothesis_counterexamples_are_no_longer_than_twice_the_bfs_minimum() -
     """Same configuration for both engines; the BFS depth is the true minimum."""
     from kvmodel import machines
 
-    space = explorer.KvSpace(n_full=3, partials=1, max_batch=2, max_refcount=2)
+    space = KvSpace(n_full=3, partials=1, max_batch=2, max_refcount=2)
     for q in quirks_of("kv_manager"):
         r = explorer.explore({"max_capacity": 2}, (q.name, *q.requires), space)
         # Finding is tested elsewhere; here the length matters. A rare 3-step quirk may need
@@ -136,7 +124,7 @@ def test_done_when_command_matches_the_manifest(capsys: pytest.CaptureFixture[st
         cli.main(["explore", "--component", "kv_manager", "--capacity", "3", "--blocks", "4", "--ideal", "--json"]) == 0
     )
     out = json.loads(capsys.readouterr().out)
-    entry = next(e for e in MANIFEST["entries"] if e["name"] == "ideal-c3-b4-cli-defaults")
+    entry = next(e for e in EXPLORE if e["name"] == "ideal-c3-b4-cli-defaults")
     assert out["space"] == entry["space"] and out["violations"] == {}
     assert out["states"] == entry["expect"]["states_symmetry"]
     assert out["concrete_states"] == entry["expect"]["states_full"]

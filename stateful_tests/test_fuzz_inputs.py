@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from kvmodel import cli, traces
 from kvmodel.model.errors import ModelError
-from kvmodel.systems import COMPONENTS, make_system
+from kvmodel.systems import make_system, system_components
 
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 
@@ -295,7 +295,7 @@ KEYS = [
 ARGS = st.one_of(JSON, st.dictionaries(st.sampled_from(KEYS), SMALL, max_size=4))
 
 
-@pytest.mark.parametrize("component", COMPONENTS)
+@pytest.mark.parametrize("component", system_components())
 def test_model_operations_raise_only_typed_errors(component: str) -> None:
     probe = make_system(component, {}, [])
     ops = sorted(probe.OPS)  # type: ignore[attr-defined]

@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvmodel import machines, vectors
+from kvmodel import vectors
 from kvmodel.model.errors import ModelError
 from kvmodel.model.g1.pool import NativePool
 from kvmodel.model.g1.sequence import NewActiveSequence
 from kvmodel.model.hashing import local_block_hashes, sequence_hashes
-from kvmodel.model.quirks import quirks_of
 
 from .conftest import VECTORS, require
 
@@ -33,7 +31,7 @@ POOL_OPS = st.lists(
 def test_pool_occupancy_visibility_and_atomic_reservations(cap: int, ops: list[tuple[str, int, int]]) -> None:
     """Occupancy never exceeds capacity; the LRU is exactly the idle cached copies; a hash is
     reported removed exactly when its last copy goes; a failed reservation changes nothing."""
-    p = NativePool(cap)
+    p = NativePool(cap, ())
     res: list[Any] = []
     copies: list[int] = []
     for op, x, h in ops:
@@ -67,7 +65,7 @@ def test_pool_occupancy_visibility_and_atomic_reservations(cap: int, ops: list[t
 
 
 def test_cancel_requeues_prefix_leaf_first() -> None:
-    p = NativePool(3)
+    p = NativePool(3, ())
     seed = p.reserve([], 3)
     assert seed is not None
     ids = [p.allocate_private(seed.reservation) for _ in range(3)]
@@ -123,18 +121,3 @@ def test_perturbed_native_expectations_fail() -> None:
                 bad["steps"][v["steps"].index(step)]["expect"]["returns"] = "Ready(99)"
                 assert vectors.run_vector(bad).status == "FAIL", v["name"]
                 break
-
-
-# ----------------------------------------------------------------------------- the machine
-
-
-def test_ideal_g1_machine_runs_clean() -> None:
-    r = machines.run("g1_native", mode="ideal", seed=0, max_examples=150, steps=40)
-    assert r.violation is None and r.error is None and r.steps > 2000
-
-
-@pytest.mark.parametrize("quirk", quirks_of("g1_native"), ids=lambda q: q.name)
-def test_each_g1_quirk_is_found_by_hypothesis(quirk: Any) -> None:
-    r = machines.run("g1_native", quirks=(quirk.name,), seed=0, max_examples=1000, steps=30, target=quirk.breaks)
-    assert r.violation is not None and r.violation["invariant"] in quirk.breaks
-    assert r.trace is not None and len(r.trace["steps"]) <= 10

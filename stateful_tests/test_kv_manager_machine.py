@@ -16,7 +16,7 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from kvmodel import machines, traces
-from kvmodel.model.quirks import faithful, quirks_of
+from kvmodel.model.quirks import quirks_of
 
 IDEAL_CONFIGS: list[dict[str, Any]] = [
     {"max_capacity": 4},
@@ -32,21 +32,6 @@ def test_ideal_machine_holds(config: dict[str, Any]) -> None:
     run_state_machine_as_test(machine, settings=settings())
 
 
-@pytest.mark.parametrize("quirk", quirks_of("kv_manager"), ids=lambda q: q.name)
-def test_each_quirk_is_found_and_replays(quirk: Any) -> None:
-    res = machines.run(
-        "kv_manager", quirks=(quirk.name, *quirk.requires), target=quirk.breaks, max_examples=1500, steps=30, seed=0
-    )
-    assert res.error is None, res.error
-    assert res.violation is not None, f"{quirk.name}: no counterexample to {quirk.breaks}"
-    assert res.violation["invariant"] in quirk.breaks
-    assert res.trace is not None
-    assert traces.validate(res.trace) is None
-    replayed = traces.replay(res.trace)
-    assert replayed.divergence is None, replayed.divergence
-    assert replayed.reproduces_recorded, replayed.to_json()
-
-
 def test_each_quirk_alone_is_invisible_to_the_ideal_invariants_it_does_not_break() -> None:
     """Sanity of the catalogue: every declared breakage names a registered invariant."""
     from kvmodel.invariants import for_component
@@ -55,13 +40,6 @@ def test_each_quirk_alone_is_invisible_to_the_ideal_invariants_it_does_not_break
     for q in quirks_of("kv_manager"):
         assert set(q.breaks) <= names, q.name
         assert set(q.requires) <= {x.name for x in quirks_of("kv_manager")}
-
-
-def test_faithful_machine_finds_a_counterexample_that_replays() -> None:
-    res = machines.run("kv_manager", quirks=faithful("kv_manager"), mode="faithful", seed=3)
-    assert res.violation is not None and res.trace is not None
-    replayed = traces.replay(res.trace)
-    assert replayed.divergence is None and replayed.reproduces_recorded
 
 
 def test_counterexamples_are_one_minimal() -> None:

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvmodel import machines, vectors
+from kvmodel import vectors
 from kvmodel.model.blocks import FullBlock, PartialBlock
 from kvmodel.model.errors import ModelError, NativePanic
 from kvmodel.model.g1.facade import G1Manager
 from kvmodel.model.g1.kvbm import KvbmKvManager, LineageIndex, LruIndex, Substrate
 from kvmodel.model.g1.sequence import G1Deref, G1Use, NewActiveSequence
-from kvmodel.model.quirks import faithful, quirks_of
+from kvmodel.model.quirks import faithful
 
 from .conftest import VECTORS, require
 
@@ -188,18 +188,6 @@ def test_partial_named_twice_in_one_use() -> None:
 # ----------------------------------------------------------------------------- machine, explorer
 
 
-def test_ideal_kvbm_machine_runs_clean() -> None:
-    r = machines.run(C, mode="ideal", seed=0, max_examples=150, steps=40)
-    assert r.violation is None and r.error is None and r.steps > 2000
-
-
-@pytest.mark.parametrize("quirk", quirks_of(C), ids=lambda q: q.name)
-def test_each_kvbm_quirk_is_found_by_hypothesis(quirk: Any) -> None:
-    r = machines.run(C, quirks=(quirk.name,), seed=0, max_examples=1000, steps=30, target=quirk.breaks)
-    assert r.violation is not None and r.violation["invariant"] in quirk.breaks
-    assert r.trace is not None and len(r.trace["steps"]) <= 10
-
-
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**16))
 def test_random_kvbm_runs_replay_deterministically(seed: int) -> None:
@@ -207,7 +195,7 @@ def test_random_kvbm_runs_replay_deterministically(seed: int) -> None:
     import random
 
     from kvmodel import traces
-    from kvmodel.explorer import KvbmSpace
+    from kvmodel.components.g1_kvbm.space import KvbmSpace
 
     sp = KvbmSpace(owners=2, prompts=5, pushes=2, decode=1)
     s = sp.system({}, ())

@@ -82,7 +82,7 @@ def test_admission_sees_a_hit_as_active_by_its_primary_copy_only() -> None:
     class AnyCopyActive(mk.VllmScheduler):
         def __init__(self, *a: Any, **k: Any) -> None:
             super().__init__(*a, **k)
-            self.pool = NativePool(self.pool.capacity)
+            self.pool = NativePool(self.pool.capacity, ())
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(mk, "VllmScheduler", AnyCopyActive)

@@ -18,6 +18,7 @@ from typing import Any
 import networkx as nx
 
 from kvmodel import cli, explorer, graphs, report, traces
+from kvmodel.components.lru.space import LruSpace
 from kvmodel.progress import Progress
 from stateful_tests.conftest import require
 
@@ -26,7 +27,7 @@ def _lru_faithful(graph: bool = True) -> explorer.ExploreResult:
     return explorer.explore(
         {"cleanup_threshold": 2},
         ("equal_timestamp_stale_entry",),
-        explorer.LruSpace("lru_evictor_wallclock", objects=2, max_queue=4),
+        LruSpace("lru_evictor_wallclock", objects=2, max_queue=4),
         graph=graph,
     )
 

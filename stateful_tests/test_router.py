@@ -219,7 +219,7 @@ def test_ideal_kv_manager_orphans_children_in_the_real_router(real: radix.RealRa
     """Finding: the ideal manager may Remove a parent while its child stays resident (here
     Destroy of the parent); the real router then drops the child, so its content differs
     from the manager's router view although every event is individually valid."""
-    from kvmodel.systems import KvManagerSystem
+    from kvmodel.components.kv_manager.system import KvManagerSystem
 
     sys_ = KvManagerSystem({"max_capacity": 4}, [])
     real.reset()

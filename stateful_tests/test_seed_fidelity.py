@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kvmodel import vectors
+from kvmodel.components.registry.system import RegistrySystem
 from kvmodel.model.blocks import FullBlock
 from kvmodel.model.errors import NativePanic
 from kvmodel.model.g1.facade import G1Manager
@@ -27,7 +28,6 @@ from kvmodel.model.quirks import (
     revisions_of,
 )
 from kvmodel.model.registry import Registry, TokenBlockFull
-from kvmodel.systems import RegistrySystem
 from kvmodel.vectors.notation import Matcher, Mismatch, Namespace, Uninterpretable
 
 HERE = Path(__file__).parent

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, multiple, rule, run_state_machine_as_test
 
+from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.model.blocks import FullBlock, PartialBlock, Use
 from kvmodel.model.errors import BlockSizeTooSmall, GenerateLimit
 from kvmodel.model.hashing import TokenBlockSequence
 from kvmodel.model.sequence import ActiveSequence
-from kvmodel.systems import KvManagerSystem
 
 
 @given(st.lists(st.integers(0, 9), max_size=40), st.lists(st.integers(0, 9), max_size=40), st.integers(2, 6))

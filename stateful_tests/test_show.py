@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from kvmodel import cli, explorer, show, traces
+from kvmodel.components.kv_manager.space import KvSpace
 
 
 def _trace() -> dict:  # type: ignore[type-arg]
-    r = explorer.explore({"max_capacity": 2}, ("promote_leaves_inactive_copy",), explorer.KvSpace(3, 1, 2, 2))
+    r = explorer.explore({"max_capacity": 2}, ("promote_leaves_inactive_copy",), KvSpace(3, 1, 2, 2))
     return explorer.violation_trace(r, "kv.active_inactive_disjoint")
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kvmodel import explorer, promela
+from kvmodel.components.kv_manager.space import KvSpace
 
 from .conftest import require
 
@@ -21,7 +22,7 @@ from .conftest import require
 @pytest.mark.parametrize("capacity,n_full,partials", [(1, 2, 1), (2, 3, 1), (2, 2, 2), (3, 4, 1)])
 def test_spin_counts_the_same_states(tmp_path: Path, capacity: int, n_full: int, partials: int) -> None:
     require(shutil.which("spin") is not None and shutil.which("gcc") is not None, "spin or gcc is not installed")
-    space = explorer.KvSpace(n_full=n_full, partials=partials, max_batch=2, max_refcount=2)
+    space = KvSpace(n_full=n_full, partials=partials, max_batch=2, max_refcount=2)
     ours = explorer.explore({"max_capacity": capacity}, (), space, symmetry=False)
     (tmp_path / "m.pml").write_text(promela.generate(capacity, space))
     subprocess.run(["spin", "-a", "m.pml"], cwd=tmp_path, check=True, capture_output=True)

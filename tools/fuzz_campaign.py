@@ -26,9 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import cli, traces
+from kvmodel import cli, components, traces
 from kvmodel.model.errors import ModelError
-from kvmodel.systems import COMPONENTS, make_system
+from kvmodel.systems import make_system, system_components
+
+# The campaign's traces, flaky adapter and pinned commands use the default component (the
+# mocker's KV manager); the solver-timeout runs cover every component with a spec.
+KV = components.default().name
+WITH_SPEC = components.names(lambda c: c.spec is not None)
+EVERY_NAME = [n for c in components.registered() for n in c.names]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +43,7 @@ def jvalue(rng: random.Random, depth: int = 0) -> Any:
     r = rng.random()
     if depth > 3 or r < 0.45:
         return rng.choice(
-            [None, True, False, 0, 1, -1, 2, 2**64, 2**70, 1.5, -0.0, "", "x", "kv_manager", "\ud800", "s0", [], {}]
+            [None, True, False, 0, 1, -1, 2, 2**64, 2**70, 1.5, -0.0, "", "x", KV, "\ud800", "s0", [], {}]
         )
     if r < 0.7:
         return [jvalue(rng, depth + 1) for _ in range(rng.randint(0, 3))]
@@ -182,10 +188,12 @@ def argv_of(rng: random.Random, tmp: Path) -> list[str]:
         if rng.random() < 0.5:
             argv += [
                 "--component",
-                rng.choice(["kv", "registry", "g1", "kvbm", "router", "nope", "", "lru_evictor_counter"]),
+                rng.choice([*EVERY_NAME, "nope", ""]),
             ]
     elif cmd in ("quirks", "invariants"):
-        argv += rng.choice([[], ["--component", "nope"], ["--component", "kv"], ["--json"], ["--markdown"]])
+        argv += rng.choice(
+            [[], ["--component", "nope"], ["--component", rng.choice(EVERY_NAME)], ["--json"], ["--markdown"]]
+        )
     elif cmd in ("vectors", "replay", "show"):
         argv += [rng.choice([str(tmp), str(tmp / "missing.json"), "/dev/null", str(tmp / "file.txt")])]
     extra = [
@@ -268,7 +276,7 @@ def operations(rng: random.Random, n: int) -> dict[str, Any]:
     """``n`` operations in all, spread over every component, ideal and faithful, in runs of up to
     ten on one system; after each run the system must still answer a snapshot."""
     out: dict[str, Any] = {"operations": 0, "untyped": 0, "changed_on_rejection": 0, "stuck": 0, "examples": []}
-    modes = [(comp, faithful) for comp in COMPONENTS for faithful in (False, True)]
+    modes = [(comp, faithful) for comp in system_components() for faithful in (False, True)]
     run = 0
     while out["operations"] < n:
         comp, faithful = modes[run % len(modes)]
@@ -314,7 +322,7 @@ class _Flaky:
         self.inner: Any = None
 
     def reset(self, config: dict[str, Any]) -> None:
-        self.inner = make_system("kv_manager", config, [])
+        self.inner = make_system(KV, config, [])
 
     def step(self, op: str, args: Any) -> dict[str, Any]:
         self.calls += 1
@@ -332,18 +340,18 @@ def undecided(rng: random.Random, tmp: Path) -> dict[str, Any]:
     t = Tally()
     zero_exit: list[str] = []
     argvs: list[list[str]] = []
-    for comp in ("kv_manager", "lru_evictor_wallclock", "kvbm_block_registry"):
+    for comp in WITH_SPEC:
         argvs.append(["bmc", "--component", comp, "--faithful", "--depth", "4", "--timeout", "0.001"])
         argvs.append(["prove", "--component", comp, "--timeout", "0.001"])
     argvs += [
-        ["bmc", "--component", "kv_manager", "--faithful", "--depth", "4", "--timeout", "0"],
-        ["bmc", "--component", "kv_manager", "--faithful", "--depth", "4", "--timeout", "-1"],
-        ["bmc", "--component", "kv_manager", "--faithful", "--depth", "4", "--timeout", "inf"],
+        ["bmc", "--component", KV, "--faithful", "--depth", "4", "--timeout", "0"],
+        ["bmc", "--component", KV, "--faithful", "--depth", "4", "--timeout", "-1"],
+        ["bmc", "--component", KV, "--faithful", "--depth", "4", "--timeout", "inf"],
         ["mutants", "--engine", "hypothesis", "--max-examples", "0"],
         ["mutants", "--engine", "hypothesis", "--max-examples", "-3"],
-        ["check", "--component", "kv_manager", "--max-examples", "0"],
+        ["check", "--component", KV, "--max-examples", "0"],
         ["explore", "--max-states", "3", "--json"],
-        ["explore", "--component", "kvbm_block_registry", "--max-states", "5"],
+        *(["explore", "--component", c, "--max-states", "5"] for c in components.names(lambda c: c.space is not None)),
         ["vectors", str(ROOT / "stateful_tests" / "vectors" / "kvmodel-rust-tests.json"), "--component", "nope"],
         ["quirks", "--component", "nope"],
     ]
@@ -353,7 +361,7 @@ def undecided(rng: random.Random, tmp: Path) -> dict[str, Any]:
         if t.codes.get(0, 0) != before:
             zero_exit.append(" ".join(argv))
     # a recorded violation that does not reproduce: text and JSON must agree, and not on 0
-    tr = traces.record("kv_manager", {"max_capacity": 2}, [], [("process", {"Use": [{"F": 0}]})])
+    tr = traces.record(KV, {"max_capacity": 2}, [], [("process", {"Use": [{"F": 0}]})])
     tr["violation"] = {"invariant": "kv.capacity_bound", "step": 0, "message": "recorded"}
     f = tmp / "lying.json"
     f.write_text(json.dumps(tr))
@@ -366,7 +374,7 @@ def undecided(rng: random.Random, tmp: Path) -> dict[str, Any]:
         zero_exit.append("replay of a violation that does not reproduce")
     api_ok = 0
     for at in rng.sample(range(1, 400), 20):
-        rep = check_implementation(_Flaky(at), "kv_manager", workloads=50, seed=at)
+        rep = check_implementation(_Flaky(at), KV, workloads=50, seed=at)
         api_ok += rep.ok
     return {
         **t.to_json(),
@@ -389,7 +397,7 @@ def main() -> int:
     n_traces, n_vectors, n_args, n_ops = (int(x * a.scale) for x in (2253, 914, 805, 9115))
     t0 = time.perf_counter()
     base_trace = traces.record(
-        "kv_manager",
+        KV,
         {"max_capacity": 2},
         ["promote_leaves_inactive_copy"],
         [

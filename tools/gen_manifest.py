@@ -1,140 +1,62 @@
-"""Write specs/manifest.json: explorer entries with pinned verdicts and state counts.
+"""Write specs/manifest.json: every engine's pinned verdicts, per component.
 
-Usage: python tools/gen_manifest.py. Each entry: component, configuration, bounded space,
-mode and quirks, the expected verdict, the distinct-state counts with and without symmetry,
-and, for entries that violate invariants, each violated invariant with its minimal depth.
-``seconds`` is the time measured here; stateful_tests/test_explorer.py re-runs every entry
-under 10 s and checks the verdicts and counts.
+Usage: python tools/gen_manifest.py [--only COMPONENT] [--engine explore|prove|bmc]
+
+Entries, like tlaplus/Examples' per-spec manifests, name the engine:
+
+* ``explore`` — each component's worlds (``manifest_worlds`` in its record: the check world, the
+  ideal model in wider worlds, the faithful model, each revision and each quirk): the verdict,
+  the distinct-state counts with and without symmetry, transitions, depth, each violated invariant
+  with its minimal depth, the witnesses missing;
+* ``prove`` — k-induction of the ideal model on the spec's default universe: each invariant's
+  status and k;
+* ``bmc`` — the Z3 cases of ``kvmodel check`` (the faithful model and each quirk, from
+  :mod:`kvmodel.suite`) at the component's BMC depth on its check universe: each invariant
+  violated, with its minimal depth.
+
+``seconds`` is the time measured here; stateful_tests/test_manifest.py re-runs the entries and
+checks the verdicts and counts.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import explorer
-from kvmodel.model.quirks import faithful, quirks_of, revision
+from kvmodel import components, explorer, invariants, suite
+from kvmodel.engines.z3 import Z3Engine
+from kvmodel.model import quirks as quirk_model
+from kvmodel.specs.runner import prove, run_bmc
 
 ROOT = Path(__file__).resolve().parents[1]
-
-SMALL = {"n_full": 3, "partials": 1, "max_batch": 2, "max_refcount": 2}
-ENTRIES: list[dict[str, Any]] = [
-    {"name": "ideal-c2", "config": {"max_capacity": 2}, "space": SMALL, "quirks": []},
-    {
-        "name": "ideal-c2-counter-nochannel",
-        "config": {"max_capacity": 2, "evictor": "counter", "channel": False},
-        "space": SMALL,
-        "quirks": [],
-    },
-    {"name": "ideal-c3-b4-cli-defaults", "config": {"max_capacity": 3}, "space": {**SMALL, "n_full": 4}, "quirks": []},
-    {"name": "ideal-c3", "config": {"max_capacity": 3}, "space": {**SMALL, "n_full": 4, "partials": 2}, "quirks": []},
-    {"name": "ideal-c4-b6", "config": {"max_capacity": 4}, "space": {**SMALL, "n_full": 6}, "quirks": []},
-    {
-        "name": "ideal-c4-b6-batch3",
-        "config": {"max_capacity": 4},
-        "space": {**SMALL, "n_full": 6, "max_batch": 3},
-        "quirks": [],
-    },
-    {"name": "faithful-c2", "config": {"max_capacity": 2}, "space": SMALL, "quirks": sorted(faithful("kv_manager"))},
-]
-for q in quirks_of("kv_manager"):
-    ENTRIES.append(
-        {
-            "name": f"quirk-{q.name}-c2",
-            "config": {"max_capacity": 2},
-            "space": SMALL,
-            "quirks": sorted({q.name, *q.requires}),
-        }
-    )
-LRU = [
-    ("lru_evictor_wallclock", "lru-wallclock-ideal-3", {"cleanup_threshold": 1}, {"objects": 3, "max_queue": 6}, []),
-    ("lru_evictor_counter", "lru-counter-3", {}, {"objects": 3, "max_queue": 6}, []),
-    (
-        "lru_evictor_wallclock",
-        "quirk-equal_timestamp_stale_entry-2-t1",
-        {"cleanup_threshold": 1},
-        {"objects": 2, "max_queue": 4},
-        ["equal_timestamp_stale_entry"],
-    ),
-    (
-        "lru_evictor_wallclock",
-        "quirk-equal_timestamp_stale_entry-3-t1",
-        {"cleanup_threshold": 1},
-        {"objects": 3, "max_queue": 6},
-        ["equal_timestamp_stale_entry"],
-    ),
-    (
-        "lru_evictor_wallclock",
-        "quirk-equal_timestamp_stale_entry-2-t50",
-        {"cleanup_threshold": 50},
-        {"objects": 2, "max_queue": 4},
-        ["equal_timestamp_stale_entry"],
-    ),
-]
-for comp, name, cfg, sp, qs in LRU:
-    ENTRIES.append({"name": name, "component": comp, "config": cfg, "space": sp, "quirks": qs})
+OUT = ROOT / "specs" / "manifest.json"
 
 
-REG = {"hashes": 1, "states": 2, "publish_handles": 1, "arcs": 0, "publishers": 2, "max_pending": 1}
-REG_ENTRIES: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("registry-ideal", REG, []),
-    ("registry-ideal-arcs", {**REG, "arcs": 1}, []),
-    ("registry-ideal-shared-3", {**REG, "states": 3, "publishers": 1, "shared": 1}, []),
-    ("registry-faithful", REG, sorted(faithful("kvbm_block_registry"))),
-    ("registry-revision-403dd259", REG, sorted(revision("kvbm_block_registry", "403dd259").quirks)),
-]
-REG_ENTRIES += [(f"quirk-{q.name}-registry", REG, [q.name]) for q in quirks_of("kvbm_block_registry")]
-for name, sp, qs in REG_ENTRIES:
-    ENTRIES.append({"name": name, "component": "kvbm_block_registry", "config": {}, "space": sp, "quirks": qs})
+def _mode(c: components.Component, name: str, quirks: list[str]) -> str:
+    """ideal / faithful / revision / quirk, from the quirk set (a revision's world is named so)."""
+    if not quirks:
+        return "ideal"
+    if "-revision-" in f"-{name}":
+        return "revision"
+    return "faithful" if set(quirks) == set(quirk_model.resolve(c.name, None)) else "quirk"
 
 
-G1 = {"owners": 2, "prompts": 2, "pushes": 1, "decode": 1}
-G1_ENTRIES: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("g1-ideal", G1, []),
-    ("g1-ideal-3-prompts", {**G1, "prompts": 3, "decode": 0}, []),
-    ("g1-faithful", G1, sorted(faithful("g1_native"))),
-    ("g1-revision-366ff0ef", G1, sorted(revision("g1_native", "366ff0ef").quirks)),
-]
-G1_ENTRIES += [(f"quirk-{q.name}-g1", G1, [q.name]) for q in quirks_of("g1_native")]
-for name, sp, qs in G1_ENTRIES:
-    ENTRIES.append({"name": name, "component": "g1_native", "config": {}, "space": sp, "quirks": qs})
-
-
-KVBM = {"owners": 1, "prompts": 5, "pushes": 0, "decode": 0}
-KVBM_ENTRIES: list[tuple[str, dict[str, Any], list[str]]] = [
-    ("kvbm-ideal", KVBM, []),
-    ("kvbm-ideal-2-owners", {**KVBM, "owners": 2}, []),
-]
-KVBM_ENTRIES += [(f"quirk-{q.name}-kvbm", KVBM, [q.name]) for q in quirks_of("g1_kvbm")]
-for name, sp, qs in KVBM_ENTRIES:
-    ENTRIES.append({"name": name, "component": "g1_kvbm", "config": {"max_capacity": 2}, "space": sp, "quirks": qs})
-
-
-def space_of(entry: dict[str, Any]) -> explorer.Space:
-    comp = entry.get("component", "kv_manager")
-    if comp == "kv_manager":
-        return explorer.KvSpace(**entry["space"])
-    if comp == "kvbm_block_registry":
-        return explorer.RegSpace(**entry["space"])
-    if comp == "g1_native":
-        return explorer.G1Space(**entry["space"])
-    if comp == "g1_kvbm":
-        return explorer.KvbmSpace(**entry["space"])
-    return explorer.LruSpace(comp, **entry["space"])
-
-
-def run(entry: dict[str, Any]) -> dict[str, Any]:
-    space = space_of(entry)
+def explore_entry(c: components.Component, name: str, world: components.World, quirks: list[str]) -> dict[str, Any]:
     t = time.perf_counter()
-    r = explorer.explore(entry["config"], entry["quirks"], space)
+    r = explorer.explore(dict(world.config), quirks, c.explore_space(world))
     dt = time.perf_counter() - t
-    out = {
-        "component": "kv_manager",
-        **entry,
-        "mode": "ideal" if not entry["quirks"] else ("faithful" if len(entry["quirks"]) > 2 else "quirk"),
+    print(f"explore {name:<48} {r.states:>7} / {r.concrete_states:>8} states  {dt:6.2f}s", flush=True)
+    return {
+        "engine": "explore",
+        "name": name,
+        "component": c.name,
+        "config": dict(world.config),
+        "space": dict(world.space),
+        "quirks": quirks,
+        "mode": _mode(c, name, quirks),
         "expect": {
             "verdict": "holds" if not r.violations else "violated",
             "states_symmetry": r.states,
@@ -146,24 +68,100 @@ def run(entry: dict[str, Any]) -> dict[str, Any]:
         },
         "seconds": round(dt, 2),
     }
-    print(f"{entry['name']:<48} {r.states:>7} / {r.concrete_states:>8} states  {dt:6.2f}s", flush=True)
+
+
+def prove_entry(c: components.Component) -> dict[str, Any]:
+    rep = prove(c.name)
+    rep.pop("_results")
+    print(f"prove   {c.name:<48} {rep['verdict']:<10} {rep['seconds']:6.2f}s", flush=True)
+    return {
+        "engine": "prove",
+        "name": f"{c.name}-prove-ideal",
+        "component": c.name,
+        "universe": {},
+        "quirks": [],
+        "max_k": rep["max_k"],
+        "expect": {
+            "verdict": rep["verdict"],
+            "status": {r["invariant"]: [r["status"], r["k"]] for r in rep["invariants"]},
+        },
+        "seconds": rep["seconds"],
+    }
+
+
+def bmc_entry(c: components.Component, case: Any) -> dict[str, Any]:
+    universe, depth = c.check_universe(), c.profile.bmc_depth
+    if case.kind == "faithful":
+        # the faithful model against the claims about the real code: the strengthening lemmas are
+        # proof aids stated for the ideal model (a quirk that breaks one names it, and its own
+        # BMC case checks it)
+        from kvmodel.engines.z3 import _properties
+
+        quirks, label = sorted(c.modelled_quirks(case.quirks)), "faithful"
+        lemmas = {i.name for i in invariants.for_component(c.name) if i.lemma}
+        props = sorted(p for p in _properties(c) if p not in lemmas)
+    else:
+        from kvmodel.engines.z3 import _properties
+
+        quirks, label = sorted(case.quirks), f"quirk-{case.quirk}"
+        props = [b for b in case.breaks if b in _properties(c)]
+    rep = run_bmc(c.name, depth, universe, quirks, properties=props, induction=case.kind == "faithful")
+    print(f"bmc     {c.name + ' ' + label:<48} {rep['verdict']:<10} {rep['seconds']:6.2f}s", flush=True)
+    viol = {r["invariant"]: r["k"] for r in rep["invariants"] if r["status"] == "violated"}
+    return {
+        "engine": "bmc",
+        "name": f"{c.name}-bmc-{label}",
+        "component": c.name,
+        "universe": universe,
+        "depth": depth,
+        "quirks": quirks,
+        "properties": props,
+        "induction": case.kind == "faithful",
+        "expect": {"verdict": rep["verdict"], "violations": dict(sorted(viol.items()))},
+        "seconds": rep["seconds"],
+    }
+
+
+def entries(only: str | None, engine: str | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in components.registered():
+        if only and c.name != only:
+            continue
+        if engine in (None, "explore") and c.space is not None:
+            out += [explore_entry(c, n, w, q) for n, w, q in c.manifest_worlds()]
+        if c.spec is None:
+            continue
+        if engine in (None, "prove"):
+            out.append(prove_entry(c))
+        if engine in (None, "bmc"):
+            cases = Z3Engine().cases(c, suite.matrix(c.name, "faithful") + suite.matrix(c.name, "both"))
+            out += [bmc_entry(c, k) for k in cases if k.kind != "ideal"]
     return out
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["--only"] and len(sys.argv) == 3:  # add or refresh one component's entries
-        only = sys.argv[2]
-        data = json.loads((ROOT / "specs" / "manifest.json").read_text())
-        keep = [e for e in data["entries"] if e.get("component") != only]
-        data["entries"] = keep + [run(e) for e in ENTRIES if e.get("component") == only]
-        (ROOT / "specs" / "manifest.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--only", help="refresh one component's entries")
+    ap.add_argument("--engine", choices=["explore", "prove", "bmc"], help="refresh one engine's entries")
+    a = ap.parse_args()
+    new = entries(a.only, a.engine)
+    if a.only or a.engine:
+        old = json.loads(OUT.read_text())["entries"]
+
+        def replaced(e: dict[str, Any]) -> bool:
+            return (a.only is None or e["component"] == a.only) and (
+                a.engine is None or e.get("engine", "explore") == a.engine
+            )
+
+        new = [e for e in old if not replaced(e)] + new
+        order = {n: i for i, n in enumerate(components.names())}
+        new.sort(key=lambda e: (order.get(e["component"], 99), ["explore", "prove", "bmc"].index(e["engine"])))
     data = {
-        "format": "kvmodel-manifest/1",
-        "note": "Generated by tools/gen_manifest.py; checked by stateful_tests/test_explorer.py.",
-        "entries": [run(e) for e in ENTRIES],
+        "format": "kvmodel-manifest/2",
+        "note": "Generated by tools/gen_manifest.py; checked by stateful_tests/test_manifest.py.",
+        "entries": new,
     }
-    (ROOT / "specs" / "manifest.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    OUT.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

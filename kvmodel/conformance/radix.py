@@ -394,9 +394,9 @@ def kv_manager_to_router(
     second Store made a second node) is ``duplicated``; anything else is ``unexplained``."""
     import random
 
-    from kvmodel.explorer import KvSpace
+    from kvmodel.components.kv_manager.space import KvSpace
+    from kvmodel.components.kv_manager.system import KvManagerSystem
     from kvmodel.model.events import from_responses
-    from kvmodel.systems import KvManagerSystem
 
     rng = random.Random(seed)
     moves = KvSpace(6, 1, 2, 2).actions()

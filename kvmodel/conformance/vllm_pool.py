@@ -77,11 +77,11 @@ class ModelPool:
     name = "kvmodel NativePool"
 
     def __init__(self) -> None:
-        self.pool = NativePool(1)
+        self.pool = NativePool(1, ())
         self.reqs: dict[int, dict[str, Any]] = {}
 
     def reset(self, capacity: int) -> None:
-        self.pool = NativePool(capacity)
+        self.pool = NativePool(capacity, ())  # the ideal pool: vLLM's is not Dynamo's
         self.reqs = {}
 
     def apply(self, op: dict[str, Any]) -> dict[str, Any]:

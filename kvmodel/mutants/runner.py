@@ -32,28 +32,26 @@ from typing import Any
 
 from kvmodel import explorer, machines, traces
 from kvmodel.mutants import Mutant, applied
-from kvmodel.mutants.catalogue import MUTANTS
+from kvmodel.mutants.catalogue import mutants
 
 ENGINES = ("hypothesis", "explore", "z3", "conform")
 DEFAULT_ENGINES = ("hypothesis", "explore", "conform")
 
-# The worlds: the explorer's bounded configuration of ``kvmodel check``; Hypothesis runs the
-# same configuration (its machine's universe is a superset of the explorer's).
-WORLDS: dict[str, tuple[dict[str, Any], Callable[[], explorer.Space]]] = {
-    "kv_manager": (
-        {"max_capacity": 2},
-        lambda: explorer.KvSpace(n_full=3, partials=1, max_batch=2, max_refcount=2),
-    ),
-    "lru_evictor_wallclock": (
-        {"cleanup_threshold": 2},
-        lambda: explorer.LruSpace("lru_evictor_wallclock", objects=2, max_queue=4),
-    ),
-    "lru_evictor_counter": ({}, lambda: explorer.LruSpace("lru_evictor_counter", objects=2, max_queue=4)),
-    "kvbm_block_registry": (
-        {},
-        lambda: explorer.RegSpace(hashes=1, states=2, publish_handles=1, arcs=0, publishers=2, max_pending=1),
-    ),
-}
+
+def _component(m: Mutant) -> Any:
+    from kvmodel import components
+
+    return components.get(m.component)
+
+
+def _world(m: Mutant) -> tuple[dict[str, Any], explorer.Space] | None:
+    """The explorer's bounded world of ``kvmodel check`` (the component's check profile); Hypothesis
+    runs the same configuration (its machine's universe is a superset of the explorer's)."""
+    c = _component(m)
+    if c.space is None or c.machine is None:
+        return None
+    w = c.profile.explore
+    return dict(w.config), c.explore_space(w)
 
 
 # A mutant may make the bounded world infinite (a leak grows a list without bound); the search
@@ -61,53 +59,62 @@ WORLDS: dict[str, tuple[dict[str, Any], Callable[[], explorer.Space]]] = {
 MAX_STATES = 30_000
 
 
+def engines_named(name: str | None) -> list[str]:
+    """The engines of ``kvmodel mutants --engine NAME`` (``bmc`` is ``z3``: BMC of an unchanged spec
+    cannot see a Python edit, so the mutant's own steps are validated against the ideal relation)."""
+    if name in (None, "default"):
+        return list(DEFAULT_ENGINES)
+    return list(ENGINES) if name == "all" else ["z3" if name == "bmc" else str(name)]
+
+
 NA = {"killed": None, "how": "not applicable to this component", "seconds": 0.0}
 
 
 def _conform(m: Mutant) -> dict[str, Any]:
-    from kvmodel.conformance import radix
-
-    if m.component != "kv_router_radix_tree":
+    """The first conformance target of the mutant's component that ``kvmodel check`` runs."""
+    ts = [t for t in _component(m).conform if t.in_check and t.diverges is not None]
+    if not ts:
         return dict(NA)
-    why = radix.real_available()
+    t = ts[0]
+    why = t.available()
     if why is not None:
-        return {"killed": None, "how": f"real RadixTree unavailable: {why}", "seconds": 0.0}
+        return {"killed": None, "how": f"{t.name} unavailable: {why}", "seconds": 0.0}
     t0 = time.perf_counter()
     try:
-        rep = radix.run(radix.ModelRadixTree(), radix.RealRadixTree(), workloads=200, seed=0).to_json()
+        rep = t.run(workloads=t.check_workloads, seed=0)
     except Exception as e:
         return _error(e, t0)
     if rep["divergences"]:
         return {
             "killed": True,
-            "how": f"diverges from the real RadixTree ({rep['first_divergence']['what']})",
+            "how": f"diverges from {t.name} ({rep['first_divergence']['what']})",
             "seconds": time.perf_counter() - t0,
             "length": len(rep["counterexample"]),
             "_ops": rep["counterexample"],
+            "_target": t,
         }
     return {"killed": False, "how": None, "seconds": time.perf_counter() - t0}
 
 
 def _validate_conform_on_ideal(res: dict[str, Any]) -> None:
-    """Outside the mutant: the divergent workload must agree with the real tree."""
-    from kvmodel.conformance import radix
-
-    ops = res.pop("_ops", None)
-    if not res.get("killed") or ops is None:
+    """Outside the mutant: the divergent workload must agree with the real implementation."""
+    ops, t = res.pop("_ops", None), res.pop("_target", None)
+    if not res.get("killed") or ops is None or t is None:
         return
-    if radix.diverges(ops):
+    if t.diverges(ops):
         res.update(killed=False, how=None, note="the workload diverges without the mutant too: not a kill")
     else:
         res["validated"] = True
 
 
 def _explore(m: Mutant) -> dict[str, Any]:
-    if m.component not in WORLDS:
+    world = _world(m)
+    if world is None:
         return dict(NA)
-    cfg, space = WORLDS[m.component]
+    cfg, space = world
     t0 = time.perf_counter()
     try:
-        r = explorer.explore(cfg, (), space(), stop_on_violation=True, max_states=MAX_STATES)
+        r = explorer.explore(cfg, (), space, stop_on_violation=True, max_states=MAX_STATES)
     except Exception as e:
         return _error(e, t0)
     if not r.violations:
@@ -138,9 +145,10 @@ def _error(e: BaseException, t0: float) -> dict[str, Any]:
 
 
 def _hypothesis(m: Mutant, seed: int, max_examples: int) -> dict[str, Any]:
-    if m.component not in WORLDS:
+    world = _world(m)
+    if world is None:
         return dict(NA)
-    cfg, _ = WORLDS[m.component]
+    cfg, _ = world
     t0 = time.perf_counter()
     try:
         r = machines.run(m.component, config=cfg, quirks=(), seed=seed, max_examples=max_examples, steps=30)
@@ -185,32 +193,13 @@ def _validate_on_ideal(res: dict[str, Any]) -> None:
         res["validated"] = True
 
 
-def _kv_moves() -> list[tuple[str, Any]]:
-    return [("process", a.to_json()) for a in explorer.KvSpace(3, 1, 2, 2).actions()]
-
-
-def _lru_moves(component: str) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = [("evict", {}), ("len", {})]
-    for o in range(3):
-        out += [("remove", {"object": o})]
-        if component == "lru_evictor_wallclock":
-            out += [("insert", {"object": o, "tick": 0}), ("insert", {"object": o, "tick": 1})]
-        else:
-            out += [("insert", {"object": o}), ("push_front", {"object": o})]
-    return out
-
-
 def _z3(m: Mutant) -> dict[str, Any]:
     from kvmodel.specs.runner import Disagreement, agreement_run
 
-    if m.component == "kv_manager":
-        cfg: dict[str, Any] = {"max_capacity": 2, "n_full": 3, "partials": 1, "max_batch": 2}
-        moves = _kv_moves()
-    elif m.component.startswith("lru"):
-        cfg = {"objects": 3, "cleanup_threshold": 2, "max_queue": 8} if "wall" in m.component else {"objects": 3}
-        moves = _lru_moves(m.component)
-    else:
+    c = _component(m)
+    if c.agreement is None:
         return {"killed": None, "how": "no agreement runs for this component", "seconds": 0.0}
+    cfg, moves = c.agreement()
     t0 = time.perf_counter()
     cache: dict[str, Any] = {}
     for seed in range(10):
@@ -242,7 +231,7 @@ def run(
     wanted = set(only or [])
     rows = []
     t_all = time.perf_counter()
-    for m in MUTANTS:
+    for m in mutants():
         if wanted and m.name not in wanted:
             continue
         row: dict[str, Any] = {**m.to_json(), "engines": {}}
@@ -359,3 +348,24 @@ def _line(row: dict[str, Any]) -> str:
             parts.append(f"{e}: SURVIVED")
     head = "N/A    " if row["killed"] is None else "KILLED " if row["killed"] else "ALIVE  "
     return f"{head} {row['name']:<38} " + "; ".join(parts)
+
+
+def summary_lines(rep: dict[str, Any]) -> list[str]:
+    """The summary ``kvmodel mutants`` prints after the per-mutant lines."""
+    sm = rep["summary"]
+    lines = [
+        f"{sm['killed']} of {sm['mutants']} mutants killed ({sm['killed_by_default_check']} by the default "
+        f"kvmodel check engines) in {rep['seconds']:.0f}s"
+    ]
+    for e, x in sm["per_engine"].items():
+        extra = ""
+        if "median_length_over_minimum" in x:
+            extra = f", length/minimum median {x['median_length_over_minimum']}, max {x['max_length_over_minimum']}"
+        med = x["median_seconds_to_kill"]
+        lines.append(
+            f"  {e:<10} killed {x['killed']}/{x['applicable']}"
+            + (f", median time to kill {med:.3f}s" if med is not None else "")
+            + extra
+        )
+    lines.append(f"verdict: {rep['verdict']}")
+    return lines

@@ -20,18 +20,8 @@ import attrs
 from kvmodel.model.errors import ModelError
 from kvmodel.model.quirks import default_revision, faithful, revision
 from kvmodel.vectors import harness as _harness
-from kvmodel.vectors.g1 import G1ManagerHarness, KvbmBackendHarness, NativeBackendHarness, NativePoolHarness
 from kvmodel.vectors.harness import Harness
 from kvmodel.vectors.notation import Mismatch, Uninterpretable, revision_for
-from kvmodel.vectors.old_era import (
-    CounterLruHarness,
-    LruHarness,
-    OldActiveSequenceHarness,
-    OldKvManagerHarness,
-    TokenBlockSequenceHarness,
-)
-from kvmodel.vectors.registry import RegistryHarness
-from kvmodel.vectors.router import RadixTreeHarness
 
 __all__ = [
     "HARNESSES",
@@ -45,22 +35,18 @@ __all__ = [
     "vector_id",
 ]
 
-HARNESSES: dict[str, type[Harness]] = {
-    h.component: h
-    for h in (
-        LruHarness,
-        CounterLruHarness,
-        OldKvManagerHarness,
-        OldActiveSequenceHarness,
-        TokenBlockSequenceHarness,
-        RegistryHarness,
-        RadixTreeHarness,
-        NativePoolHarness,
-        NativeBackendHarness,
-        G1ManagerHarness,
-        KvbmBackendHarness,
-    )
-}
+
+def harnesses() -> dict[str, type[Harness]]:
+    """Every vector component's harness, from the components' declarations (registry order)."""
+    from kvmodel import components
+
+    return {h.component: h for c in components.registered() for h in c.vectors()}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HARNESSES":
+        return harnesses()
+    raise AttributeError(name)
 
 
 class VectorFileError(Exception):
@@ -77,6 +63,15 @@ class VectorResult:
 
     def line(self) -> str:
         return f"{self.status} {self.id}" + (f": {self.message}" if self.message else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "component": self.component,
+            "status": self.status,
+            "message": self.message,
+            "revision": self.revision,
+        }
 
 
 def load_file(path: str | Path) -> list[dict[str, Any]]:
@@ -109,7 +104,7 @@ def vector_id(v: dict[str, Any]) -> str:
 def quirks_for(v: dict[str, Any], rev: str | None = None) -> tuple[str | None, frozenset[str]]:
     """The revision a vector runs on (``rev``, else the one its ``source_version`` names, else
     the seed's) and that revision's quirks."""
-    h = HARNESSES[v["component"]]
+    h = harnesses()[v["component"]]
     comp = h.model_component
     if rev is None:
         d = default_revision(comp)
@@ -124,7 +119,7 @@ def run_vector(
 ) -> VectorResult:
     """Run one vector; ``quirks`` overrides the revision's quirk set (a test's what-if)."""
     vid, comp = vector_id(v), v["component"]
-    h = HARNESSES.get(comp)
+    h = harnesses().get(comp)
     if h is None:
         return VectorResult(vid, comp, "SKIP", f"component {comp!r} is not modelled")
     try:
@@ -155,3 +150,21 @@ def run_file(
     return [
         run_vector(v, revision_name=revision_name) for v in load_file(path) if not wanted or v["component"] in wanted
     ]
+
+
+def report(file: str, results: list[VectorResult]) -> tuple[dict[str, Any], list[str]]:
+    """``kvmodel vectors``: the results as JSON and text; the verdict is ``violation`` for a
+    failure, ``pass`` when something passed and nothing failed, ``inconclusive`` when nothing ran."""
+    counts = {s: sum(1 for r in results if r.status == s) for s in ("PASS", "FAIL", "SKIP")}
+    verdict = "violation" if counts["FAIL"] else "pass" if counts["PASS"] else "inconclusive"
+    out = {
+        "file": file,
+        "results": [r.to_json() for r in results],
+        "passed": counts["PASS"],
+        "failed": counts["FAIL"],
+        "skipped": counts["SKIP"],
+        "verdict": verdict,
+    }
+    lines = [r.line() for r in results]
+    lines.append(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    return out, lines

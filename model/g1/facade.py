@@ -64,11 +64,13 @@ class G1Manager:
         eviction_backend: str = "Lineage",
         publishers: bool = True,
         dp_rank: int = 0,
-        quirks: Iterable[str] = (),
+        quirks: Iterable[str] | None = None,
     ) -> None:
+        from kvmodel.model.quirks import resolve
+
         if backend not in ("kvbm", "native"):
             raise InvalidInput(f"unknown G1 backend {backend!r} (known: ['kvbm', 'native'])")
-        self.quirks = frozenset(quirks)
+        self.quirks = resolve("g1_kvbm" if backend == "kvbm" else "g1_native", quirks)
         self.backend = backend
         self.kvbm: KvbmKvManager | None = None
         self._native: NativeKvManager | None = None

@@ -488,8 +488,10 @@ class KvbmKvManager:
         eviction_backend: str = "Lineage",
         publishers: bool = True,
         dp_rank: int = 0,
-        quirks: Iterable[str] = (),
+        quirks: Iterable[str] | None = None,
     ) -> None:
+        from kvmodel.model.quirks import resolve
+
         for name, v in (("max_capacity", max_capacity), ("block_size", block_size)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise InvalidInput(f"{name} must be a non-negative integer, got {v!r}")
@@ -499,7 +501,7 @@ class KvbmKvManager:
             raise KvbmPanic("max_capacity must be > 0")
         if eviction_backend not in EVICTION_BACKENDS:
             raise InvalidInput(f"unknown eviction backend {eviction_backend!r} (known: {list(EVICTION_BACKENDS)})")
-        self.quirks = frozenset(quirks)
+        self.quirks = resolve("g1_kvbm", quirks)
         self.max_capacity, self.block_size, self.dp_rank = max_capacity, block_size, dp_rank
         self.eviction_backend = eviction_backend
         self.publishers = publishers

@@ -118,13 +118,15 @@ class NativeKvManager:
         enable_prefix_caching: bool = True,
         publishers: bool = True,
         dp_rank: int = 0,
-        quirks: Iterable[str] = (),
+        quirks: Iterable[str] | None = None,
     ) -> None:
+        from kvmodel.model.quirks import resolve
+
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 0:
             raise InvalidInput(f"block_size must be a non-negative integer, got {block_size!r}")
         if block_size == 0:
             raise NativePanic("block_size must be > 0")
-        self.quirks = frozenset(quirks)
+        self.quirks = resolve("g1_native", quirks)
         self.pool = NativePool(max_capacity, self.quirks)
         self.block_size = block_size
         self.caching = enable_prefix_caching

@@ -78,7 +78,9 @@ class Reserved:
 class NativePool:
     """``VllmBlockPool``."""
 
-    def __init__(self, capacity: int, quirks: Iterable[str] = ()) -> None:
+    def __init__(self, capacity: int, quirks: Iterable[str] | None = None) -> None:
+        from kvmodel.model.quirks import resolve
+
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
             raise InvalidInput(f"capacity must be a non-negative integer, got {capacity!r}")
         if capacity == 0:
@@ -86,7 +88,7 @@ class NativePool:
         if capacity > MAX_SLOTS:
             raise InvalidInput(f"capacity {capacity} exceeds the model's limit of {MAX_SLOTS} slots")
         self.capacity = capacity
-        self.quirks = frozenset(quirks)
+        self.quirks = resolve("g1_native", quirks)
         self.copies: dict[int, Copy] = {}
         self.by_hash: dict[int, list[int]] = {}
         self.inactive: OrderedDict[int, None] = OrderedDict()  # head (first) is evicted first

@@ -1,0 +1,147 @@
+"""The component registry: every modelled component, in a stable order, by name or alias.
+
+``get(name_or_alias)`` returns a :class:`~kvmodel.components.base.Component`; ``registered()``
+iterates them in registration order (the built-in ones first, in the order below). A new
+component is one package under ``kvmodel/components/`` (its record and its engine glue) plus its
+model, invariants and spec files, and one line in ``_BUILTIN``; ``register`` adds one at run time
+(the test suite's toy component does).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+
+from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, ConformTarget, Option, World
+from kvmodel.model.errors import InvalidInput
+
+__all__ = [
+    "EXPLORE",
+    "SPEC",
+    "CheckProfile",
+    "Component",
+    "ConformTarget",
+    "Option",
+    "UnknownComponent",
+    "World",
+    "canonical",
+    "default",
+    "get",
+    "names",
+    "register",
+    "registered",
+    "target",
+    "targets",
+    "unregister",
+    "with_",
+]
+
+# The built-in components' packages, in the order every listing uses.
+_BUILTIN = ("kv_manager", "lru", "registry", "router", "g1_native", "g1_kvbm")
+
+_REGISTRY: dict[str, Component] = {}
+_ALIASES: dict[str, str] = {}
+_loaded = False
+
+
+class UnknownComponent(InvalidInput, ValueError):
+    """A name that is neither a registered component nor an alias of one."""
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for pkg in _BUILTIN:
+        mod = importlib.import_module(f"kvmodel.components.{pkg}")
+        for c in mod.COMPONENTS:
+            register(c)
+
+
+def register(c: Component) -> Component:
+    """Add a component (its name and aliases must be new)."""
+    _load()
+    for n in c.names:
+        if n in _REGISTRY or n in _ALIASES:
+            raise ValueError(f"component name {n!r} is taken")
+    if c.quirks or c.revisions:
+        from kvmodel.model import quirks
+
+        quirks.register(c.quirks, c.revisions)
+    _REGISTRY[c.name] = c
+    for a in c.aliases:
+        _ALIASES[a] = c.name
+    _changed()
+    return c
+
+
+def unregister(name: str) -> None:
+    """Remove a component registered at run time."""
+    c = _REGISTRY.pop(name)
+    for a in c.aliases:
+        _ALIASES.pop(a, None)
+    if c.quirks or c.revisions:
+        from kvmodel.model import quirks
+
+        quirks.unregister(c.name)
+    _changed()
+
+
+def _changed() -> None:
+    """The invariant catalogue is built from the records: forget it when they change."""
+    from kvmodel import invariants
+
+    invariants.reset()
+
+
+def registered() -> tuple[Component, ...]:
+    _load()
+    return tuple(_REGISTRY.values())
+
+
+def with_(has: Callable[[Component], object]) -> tuple[Component, ...]:
+    """The registered components for which ``has`` is true, in order."""
+    return tuple(c for c in registered() if has(c))
+
+
+def names(has: Callable[[Component], object] | None = None) -> tuple[str, ...]:
+    return tuple(c.name for c in (registered() if has is None else with_(has)))
+
+
+def default() -> Component:
+    """The component commands and API calls use when none is named: the first registered (the
+    mocker's KV manager)."""
+    return registered()[0]
+
+
+def canonical(name: str) -> str:
+    """The component's name for a name or an alias (unknown names are returned unchanged)."""
+    _load()
+    return _ALIASES.get(name, name)
+
+
+def get(name: str, has: Callable[[Component], object] | None = None, what: str = "component") -> Component:
+    """The component called ``name`` (or an alias); :class:`UnknownComponent` names the known
+    ones (those for which ``has`` is true, when given)."""
+    _load()
+    c = _REGISTRY.get(_ALIASES.get(name, name))
+    if c is None or (has is not None and not has(c)):
+        known = ", ".join(names(has))
+        raise UnknownComponent(f"unknown {what} {name!r} (known: {known})")
+    return c
+
+
+def targets() -> Iterator[tuple[Component, ConformTarget]]:
+    """Every conformance target, with its component."""
+    for c in registered():
+        for t in c.conform:
+            yield c, t
+
+
+def target(name: str) -> tuple[Component, ConformTarget]:
+    for c, t in targets():
+        if t.name == name:
+            return c, t
+    known = ", ".join(t.name for _, t in targets())
+    raise UnknownComponent(f"unknown target {name!r} (known: {known})")

@@ -1,0 +1,207 @@
+"""What a component is: one record that every engine, command and tool looks up.
+
+A :class:`Component` gathers what the rest of the package needs to know about one modelled
+piece of Dynamo — its name and aliases, its :class:`~kvmodel.systems.System` and default
+configuration, its bounded worlds (the explorer's ``Space``), its Hypothesis machine, its Z3
+spec and universe, the world ``kvmodel check`` runs it in, its command-line options, its
+conformance targets, vector harnesses and seeded bugs. The records live in
+``kvmodel/components/<name>/__init__.py`` and are registered in :mod:`kvmodel.components`;
+nothing outside those files branches on a component's name.
+
+Heavy parts (Hypothesis, Z3, the real wheel) are reached through zero-argument loaders, so that
+looking a component up costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from kvmodel.explorer import Space
+    from kvmodel.mutants import Mutant
+    from kvmodel.specs import Spec
+    from kvmodel.systems import System
+    from kvmodel.vectors.harness import Harness
+
+# The commands whose options a component declares.
+EXPLORE, SPEC = "explore", "spec"  # SPEC: prove and bmc
+
+
+@attrs.frozen
+class Option:
+    """One command-line option of a component's worlds (``--NAME``, dashes for underscores).
+
+    ``kind`` is ``int`` (in ``lo .. hi``), ``flag`` (store-true) or ``choice`` (one of
+    ``choices``). The value goes to ``key`` (default ``name``) of the explorer's ``space`` or of
+    the system's ``config`` (``part``); a flag with ``invert`` sets its key to ``False``.
+    ``default`` is the explorer default (``None``: the world's own); spec options pass only
+    what the user gave (the spec's defaults otherwise).
+    """
+
+    name: str
+    help: str
+    commands: tuple[str, ...] = (EXPLORE, SPEC)
+    kind: str = "int"
+    lo: int = 0
+    hi: int = 0
+    choices: tuple[str, ...] = ()
+    default: Any = None
+    key: str | None = None
+    part: str = "space"
+    invert: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def target(self) -> str:
+        return self.key or self.name
+
+    def describe(self) -> str:
+        rng = f"{self.lo} .. {self.hi}" if self.kind == "int" else "/".join(self.choices) if self.choices else ""
+        d = f", default {self.default}" if self.default is not None and self.kind != "flag" else ""
+        return f"{self.help}" + (f" ({rng}{d})" if rng or d else "")
+
+
+def _as_dict(m: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(m)
+
+
+@attrs.frozen
+class World:
+    """A bounded world: the system's configuration and the explorer space's parameters."""
+
+    config: Mapping[str, Any] = attrs.field(factory=dict, converter=_as_dict)
+    space: Mapping[str, Any] = attrs.field(factory=dict, converter=_as_dict)
+
+
+@attrs.frozen
+class CheckProfile:
+    """How ``kvmodel check`` (and the mutation benchmark) runs the component: the world the
+    explorer searches exhaustively, the BMC depth and Z3 universe of the per-quirk BMC
+    (``None``: the spec universe of the explore world), and whether the Hypothesis machine runs in
+    the machine's own (wider) world. The mutation benchmark runs Hypothesis in the explore world."""
+
+    explore: World = World()
+    bmc_depth: int = 6
+    z3_universe: Mapping[str, Any] | None = None
+
+
+@attrs.frozen
+class ConformTarget:
+    """A real implementation the component is checked against (``kvmodel conform --target``).
+
+    ``available()`` says why the real part is missing (``None``: present); ``run(workloads,
+    seed, max_ops, revision, progress)`` returns the report as JSON (``divergences``,
+    ``first_divergence``, ``counterexample``, ``seconds``, ``events`` or ``operations``);
+    ``describe(report)`` the lines ``kvmodel conform`` prints; ``in_check``: whether
+    ``kvmodel check`` runs it; ``revisions``: the model revisions ``--revision`` accepts
+    (first: default); ``counterexample_key``: the name of the divergent workload in the file
+    written to ``--out``."""
+
+    name: str
+    title: str
+    available: Callable[[], str | None]
+    run: Callable[..., dict[str, Any]]
+    describe: Callable[[dict[str, Any]], list[str]]
+    in_check: bool = True
+    revisions: tuple[str, ...] = ()
+    counterexample_key: str = "operations"
+    check_workloads: int = 200
+    # whether a divergent operation list diverges from the real implementation (re-checked
+    # outside a mutant by the mutation benchmark); None: not re-checkable
+    diverges: Callable[[Any], bool] | None = None
+
+    def write_counterexample(self, report: dict[str, Any], out_dir: str | Path, seed: int) -> str | None:
+        """Write the report's divergent workload to ``out_dir`` (``conform-TARGET-seedS.json``)."""
+        if not report.get("counterexample"):
+            return None
+        path = Path(out_dir) / f"conform-{self.name}-seed{seed}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"target": self.name, self.counterexample_key: report["counterexample"]}
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        return str(path)
+
+
+@attrs.frozen
+class Component:
+    """One modelled component of Dynamo (see the module docstring)."""
+
+    name: str
+    title: str
+    real_code: str
+    aliases: tuple[str, ...] = ()
+    system: Callable[[dict[str, Any] | None, Iterable[str] | None], System] | None = None
+    # the explorer: a space factory taking the space parameters
+    space: Callable[..., Space] | None = None
+    options: tuple[Option, ...] = ()
+    # Hypothesis: the machine class (loaded lazily)
+    machine: Callable[[], type] | None = None
+    # Z3: make_spec(config, quirks) and the spec universe of an explore world
+    spec: Callable[[dict[str, Any], Iterable[str]], Spec] | None = None
+    universe: Callable[[World], dict[str, Any]] | None = None
+    # the quirks the spec's world can reach (None: all)
+    spec_quirks: Callable[[], frozenset[str]] | None = None
+    profile: CheckProfile = CheckProfile()
+    # differential checking of users' implementations: the workload world and read-only queries
+    api_space: Callable[[], Space] | None = None
+    queries: tuple[tuple[str, Any], ...] = ()
+    # the Z3 agreement runs of the mutation benchmark: (spec universe, moves)
+    agreement: Callable[[], tuple[dict[str, Any], list[tuple[str, Any]]]] | None = None
+    conform: tuple[ConformTarget, ...] = ()
+    vectors: Callable[[], tuple[type[Harness], ...]] = tuple
+    mutants: Callable[[], tuple[Mutant, ...]] = tuple
+    # more explorer worlds pinned in specs/manifest.json: (name, world, quirks)
+    manifest_worlds: Callable[[], list[tuple[str, World, list[str]]]] = list
+    # the component's sections of docs/findings.md (tools/gen_findings.py): a module with
+    # ``CONSEQUENCE`` (quirk -> consequence), ``binary(quirk)`` and ``section(helpers)``
+    findings: Callable[[], Any] | None = None
+    # quirks and revisions the record brings (a component added at run time; the built-in ones
+    # are in the model's catalogue, kvmodel/model/quirks.py): registering the record adds them
+    quirks: tuple[Any, ...] = ()
+    revisions: tuple[Any, ...] = ()
+    # the declared invariants and witnesses (``kvmodel.invariants`` reads them from here)
+    invariants: Callable[[], tuple[tuple[Any, ...], tuple[Any, ...]]] | None = None
+    # the events are the Store/Remove stream a router consumes (``kvmodel show`` adds the router's view)
+    router_stream: bool = False
+
+    # -- what the engines ask
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    def make_system(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> System:
+        if self.system is None:
+            from kvmodel.model.errors import InvalidInput
+
+            raise InvalidInput(f"{self.name} has no executable system (it is checked by conformance only)")
+        return self.system(config, quirks)
+
+    def options_for(self, command: str) -> tuple[Option, ...]:
+        return tuple(o for o in self.options if command in o.commands)
+
+    def explore_space(self, world: World) -> Space:
+        assert self.space is not None, self.name
+        return self.space(**dict(world.space))
+
+    def spec_universe(self, world: World) -> dict[str, Any]:
+        """The Z3 universe that searches the same bounded system as the explorer's ``world``."""
+        assert self.universe is not None, self.name
+        return self.universe(world)
+
+    def check_universe(self) -> dict[str, Any]:
+        """The Z3 universe of ``kvmodel check``'s per-quirk BMC."""
+        if self.profile.z3_universe is not None:
+            return dict(self.profile.z3_universe)
+        return self.spec_universe(self.profile.explore)
+
+    def modelled_quirks(self, quirks: Iterable[str]) -> frozenset[str]:
+        """``quirks`` restricted to what the spec's world reaches."""
+        q = frozenset(quirks)
+        return q if self.spec_quirks is None else q & self.spec_quirks()

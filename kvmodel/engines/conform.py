@@ -1,0 +1,42 @@
+"""The conformance engine: the component's model against each real implementation it declares
+for ``kvmodel check`` (the router against the real ``RadixTree``, the native backend against the
+real mocker). A missing real part is an error, never a pass."""
+
+from __future__ import annotations
+
+from kvmodel.components import Component
+from kvmodel.engines import Budget, Case, CheckResult
+
+
+class ConformEngine:
+    name = "conform"
+
+    def supports(self, component: Component) -> bool:
+        return any(t.in_check for t in component.conform)
+
+    def cases(self, component: Component, matrix: list[Case]) -> list[Case]:
+        """One case per target (the model as the real code's revision runs it), whatever the mode."""
+        return [Case(component.name, "conform", quirk=t.name) for t in component.conform if t.in_check]
+
+    def run(self, component: Component, case: Case, budget: Budget) -> CheckResult:
+        t = next(t for t in component.conform if t.name == case.quirk)
+        res = CheckResult(self.name, component.name, t.title, "error", "FAIL")
+        why = t.available()
+        if why is not None:
+            res.error = why
+            return res
+        j = t.run(workloads=t.check_workloads, seed=budget.seed)
+        res.seconds, res.steps = j["seconds"], j.get("events", j.get("operations", 0))
+        res.extra["conformance"] = j
+        if not j["divergences"]:
+            res.outcome, res.verdict = "pass", "pass"
+            return res
+        d = j.get("first_divergence") or {}
+        res.outcome, res.verdict = "violation", "DIVERGENCE"
+        res.violation = {
+            "invariant": f"conformance ({d.get('what')})",
+            "step": d.get("step", d.get("index", 0)),
+            "message": "model != real",
+        }
+        res.trace = t.write_counterexample(j, budget.out_dir, budget.seed)
+        return res

@@ -1,0 +1,65 @@
+"""The explorer engine: exhaustive BFS of the component's check world (its check profile). The
+ideal model must hold and reach every witness; a quirk must break every invariant it is declared
+to break; the shallowest counterexample is written as a trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kvmodel import explorer, traces
+from kvmodel.components import Component
+from kvmodel.engines import Budget, Case, CheckResult
+
+
+def outcome(r: explorer.ExploreResult, case: Case) -> str:
+    if case.kind == "quirk":
+        if all(b in r.violations for b in case.breaks):
+            return "pass"
+        return "inconclusive" if not r.complete else "violation"
+    if case.kind == "ideal" and r.missing_witnesses and r.complete and not r.violations:
+        return "violation"  # a witness the world should reach is missing: the check is vacuous
+    if r.violations:
+        return "violation"
+    return "pass" if r.complete else "inconclusive"
+
+
+class ExploreEngine:
+    name = "explore"
+
+    def supports(self, component: Component) -> bool:
+        return component.space is not None and component.system is not None
+
+    def cases(self, component: Component, matrix: list[Case]) -> list[Case]:
+        return matrix
+
+    def run(self, component: Component, case: Case, budget: Budget) -> CheckResult:
+        w = component.profile.explore
+        r = explorer.explore(dict(w.config), case.quirks, component.explore_space(w))
+        out = outcome(r, case)
+        among: Iterable[str] | None = case.breaks if case.kind == "quirk" else None
+        names = [n for n in r.violations if among is None or n in among]
+        viol = None
+        if names:
+            inv = min(names, key=lambda n: (r.violations[n]["depth"], n))
+            t = explorer.violation_trace(r, inv)
+            path = budget.out_dir / f"{component.name}-explore-{case.file_label}-{inv.replace('.', '_')}.json"
+            traces.write(t, path)
+            v = t["violation"] or {}
+            viol = {
+                "invariant": inv,
+                "step": v.get("step", r.violations[inv]["depth"] - 1),
+                "message": v.get("message", r.violations[inv]["message"]),
+                "trace_path": str(path),
+            }
+        return CheckResult(
+            engine=self.name,
+            component=component.name,
+            check=f"{case.label} (exhaustive)",
+            outcome=out,
+            verdict=case.verdict_word(out),
+            seconds=r.seconds,
+            steps=r.transitions,
+            states=r.states,
+            violation=viol,
+            trace=viol["trace_path"] if viol else None,
+        )
