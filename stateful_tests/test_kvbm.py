@@ -283,3 +283,17 @@ def test_kvbm_spec_refuses_quirks_it_does_not_model() -> None:
 
     with pytest.raises(ModelError, match="does not model"):
         make_spec(C, {}, ("commit_asserts_after_partial_commit",))
+
+
+def test_faithful_bmc_reaches_a_verdict_and_leaves_the_ideal_proofs_lemmas_out() -> None:
+    """Regression (issue 21): with the faithful quirks on, the spec's `kvbm.primaries_held` lemma
+    speaks of partial-hold bookkeeping `active_partial_use_noop` contradicts by design; BMC used
+    to raise a spec/model Disagreement. A lemma no active quirk is declared to break is not
+    checked (and is listed); every counterexample found replays."""
+    from kvmodel.specs.runner import run_bmc
+
+    rep = run_bmc(C, 3)
+    assert rep["verdict"] == "violation"
+    assert "kvbm.primaries_held" in rep["lemmas_not_checked"]
+    assert "kvbm.active_named" not in rep["lemmas_not_checked"]  # plh_reuse_keeps_first_name breaks it
+    assert all(r.get("replayed") for r in rep["invariants"] if r["status"] == "violated")
