@@ -290,9 +290,11 @@ def test_faithful_bmc_reaches_a_verdict_and_leaves_the_ideal_proofs_lemmas_out()
     speaks of partial-hold bookkeeping `active_partial_use_noop` contradicts by design; BMC used
     to raise a spec/model Disagreement. A lemma no active quirk is declared to break is not
     checked (and is listed); every counterexample found replays."""
+    from kvmodel import components
+    from kvmodel.model.quirks import faithful
     from kvmodel.specs.runner import run_bmc
 
-    rep = run_bmc(C, 3)
+    rep = run_bmc(C, 3, None, components.get(C).modelled_quirks(faithful(C)))
     assert rep["verdict"] == "violation"
     assert "kvbm.primaries_held" in rep["lemmas_not_checked"]
     assert "kvbm.active_named" not in rep["lemmas_not_checked"]  # plh_reuse_keeps_first_name breaks it
