@@ -454,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = _command(sub, "quirks", "print the named quirks (known defects of the real code) and revisions", cmd_quirks)
     q.add_argument("--component", action="append")
+    from kvmodel.swarm.command import add_parser as add_swarm
+
+    add_swarm(sub, _command)
     return p
 
 

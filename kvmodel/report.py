@@ -77,10 +77,11 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
     n = len(summary["results"])
     ok = bool(summary.get("ok"))
     verdict = str(summary.get("verdict", "pass" if ok else "violation"))
+    title = str(summary.get("title", "kvmodel check"))
     text = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>kvmodel check report</title><style>{STYLE}</style></head><body>\n"
-        "<h1>kvmodel check</h1>\n"
+        f"<title>{html.escape(title)} report</title><style>{STYLE}</style></head><body>\n"
+        f"<h1>{html.escape(title)}</h1>\n"
         f"<p>Components: {html.escape(', '.join(summary['components']))}. Engines: "
         f"{html.escape(', '.join(summary['engines']))}. Mode: {html.escape(summary['mode'])}; profile "
         f"{html.escape(str(summary.get('profile')))}; seed {summary.get('seed')}.</p>\n"
