@@ -9,6 +9,7 @@ caching-disabled sequences, and the state before the step (``ctx.pre``).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from kvmodel.invariants.core import Invariant, StepContext, Witness
@@ -39,11 +40,16 @@ class KvbmMonitor:
         (possible only once it is already wrong) would otherwise make the state space infinite."""
         return tuple(sorted((h, min(c, 2)) for h, c in self.announced.items()))
 
-    def observe(self, events: list[Any], uncached: set[int]) -> None:
+    def observe(self, events: list[Any], uncached: set[int], use_marks: Iterable[int] = ()) -> None:
+        """One operation's events; ``use_marks``: where each Use of the operation began (the
+        Removed-before-Stored order holds per Use: ``process_use`` publishes its own events)."""
         self.faults = {}
         self.stored_with_parent = self.removed = False
         stored_seen = False
-        for p in events:
+        starts = set(use_marks)
+        for i, p in enumerate(events):
+            if i in starts:
+                stored_seen = False
             e = p.event
             if e.event_id != self.next_id:
                 self.faults.setdefault("kvbm.event_ids_consecutive", f"event id {e.event_id}, expected {self.next_id}")
@@ -382,7 +388,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "kvbm.removed_before_stored",
         C,
         "stream",
-        "Within one operation the Removed of evicted blocks precedes the Stored of the blocks that took their slots.",
+        "Within one Use the Removed of evicted blocks precedes the Stored of the blocks that took their slots.",
         _fault("kvbm.removed_before_stored"),
         witnesses=("kvbm.w.eviction",),
     ),

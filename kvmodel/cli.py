@@ -125,7 +125,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from kvmodel.itf import from_trace
 
         Path(args.itf).write_text(json.dumps(from_trace(trace), indent=1, sort_keys=True) + "\n")
-    res = traces.replay(trace, source=str(args.trace))
+    res = traces.replay(trace, source=str(args.trace), keep_going=args.keep_going)
     if args.json:
         _emit_json({"trace": str(args.trace), **res.to_json()})
         return EXIT[res.verdict]
@@ -386,6 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = _command(sub, "replay", "re-run a trace on the model and report the first divergence", cmd_replay)
     r.add_argument("trace")
     r.add_argument("--brief", action="store_true", help="only the verdict, not the step-by-step timeline")
+    r.add_argument("--keep-going", action="store_true", help="replay every step: every divergence, not only the first")
     r.add_argument("--itf", type=nonempty, metavar="FILE", help="also write the trace in the ITF format (Apalache)")
     r.add_argument("--revision", help="replay on this revision's quirks instead of the trace's own")
 

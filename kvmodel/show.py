@@ -299,6 +299,9 @@ def replay_lines(trace: dict[str, Any], res: Any, source: str) -> list[str]:
         f"replayed {res.steps_run} of {len(trace['steps'])} steps",
         f"DIVERGENCE at {res.divergence}" if res.divergence else "every recorded observation reproduced",
     ]
+    if len(res.divergences) > 1:
+        lines.append(f"{len(res.divergences)} divergences in all:")
+        lines += [f"  step {d['step']} {d['op']}: {d['detail']}" for d in res.divergences]
     rv, v = res.recorded_violation, res.violation
     if v:
         lines.append(f"VIOLATION of {v['invariant']} at step {v['step']}: {v['message']}")

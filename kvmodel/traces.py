@@ -160,6 +160,8 @@ class ReplayResult:
     recorded_violation: dict[str, Any] | None = None
     violated_at_step: list[str] = attrs.field(factory=list)
     all_violations: list[tuple[int, str]] = attrs.field(factory=list)
+    # every divergence (one per step and observed key) when replayed with keep_going; else the first
+    divergences: list[dict[str, Any]] = attrs.field(factory=list)
 
     @property
     def reproduces_recorded(self) -> bool:
@@ -190,6 +192,7 @@ class ReplayResult:
             "recorded_violation": self.recorded_violation,
             "violated_at_step": self.violated_at_step,
             "all_violations": [list(x) for x in self.all_violations],
+            "divergences": self.divergences,
             "reproduces_recorded_violation": self.reproduces_recorded,
         }
 
@@ -200,8 +203,12 @@ def _diff(what: str, recorded: Any, got: Any) -> str | None:
     return f"{what}: recorded {json.dumps(recorded, sort_keys=True)}, model {json.dumps(got, sort_keys=True)}"
 
 
-def replay(trace: dict[str, Any], *, source: str = "trace") -> ReplayResult:
-    """Re-run a trace on the model; compare each recorded observation; check invariants."""
+def replay(trace: dict[str, Any], *, source: str = "trace", keep_going: bool = False) -> ReplayResult:
+    """Re-run a trace on the model; compare each recorded observation; check invariants.
+
+    The replay stops at the first divergence; with ``keep_going`` it runs every step (the model
+    going on from its own state) and lists every divergence in ``divergences``, one per step and
+    observed key (``error``, ``returns``, ``events``, ``state``); ``divergence`` stays the first."""
     res = ReplayResult(recorded_violation=trace.get("violation"))
     rev = trace.get("revision")
     if rev is not None:
@@ -227,9 +234,12 @@ def replay(trace: dict[str, Any], *, source: str = "trace") -> ReplayResult:
                 else:
                     d = None
                 if d:
-                    res.divergence = f"step {i} {step['op']} {json.dumps(step.get('args'), sort_keys=True)}: {d}"
-                    res.divergence_step = i
-                    return res
+                    text = f"step {i} {step['op']} {json.dumps(step.get('args'), sort_keys=True)}: {d}"
+                    res.divergences.append({"step": i, "op": step["op"], "key": key, "detail": d})
+                    if res.divergence is None:
+                        res.divergence, res.divergence_step = text, i
+                    if not keep_going:
+                        return res
         res.all_violations += [(i, v.invariant) for v in out.violations]
         if out.violations and res.violation is None:
             v = out.violations[0]

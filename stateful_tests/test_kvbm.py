@@ -299,3 +299,35 @@ def test_faithful_bmc_reaches_a_verdict_and_leaves_the_ideal_proofs_lemmas_out()
     assert "kvbm.primaries_held" in rep["lemmas_not_checked"]
     assert "kvbm.active_named" not in rep["lemmas_not_checked"]  # plh_reuse_keeps_first_name breaks it
     assert all(r.get("replayed") for r in rep["invariants"] if r["status"] == "violated")
+
+
+# The first swarm campaign (seed 2026) found the ideal model "violating" kvbm.removed_before_stored:
+# a decode push crossing a block boundary runs two Uses, the first publishing a Stored, the second
+# the Removed of what it evicted. The order is per Use (each process_use publishes its own
+# events), so the monitor scopes it per Use; the quirk still breaks it within one Use.
+SWARM_2026 = [
+    ("reserve_destination", {"caching": True, "owner": 2, "tokens": [1, 2, 3, 4, 5]}),
+    ("new_request", {"caching": True, "owner": 0, "tokens": [15, 16, 5]}),
+    ("activate_destination", {"owner": 2}),
+    ("free", {"owner": 2}),
+    ("allocate", {"owner": 0}),
+    ("push", {"owner": 0, "token": 6}),
+    ("push", {"owner": 0, "token": 6}),
+]
+
+
+@pytest.mark.parametrize("quirks, broken_at", [([], set()), (["stored_before_removed"], {4})])
+def test_removed_before_stored_is_per_use(quirks: list[str], broken_at: set[int]) -> None:
+    from kvmodel.systems import make_system
+
+    cfg = {"block_size": 2, "max_capacity": 3, "plh_fragments": 2, "publishers": True}
+    s = make_system("g1_kvbm", cfg, quirks)
+    at = set()
+    for i, (op, args) in enumerate(SWARM_2026):
+        out = s.step(op, args)
+        assert out.error is None, (op, out.error)
+        if "kvbm.removed_before_stored" in [v.invariant for v in out.violations]:
+            at.add(i)
+    assert at == broken_at  # the quirk: the allocate's one Use publishes Stored, then Removed
+    kinds = [type(p.event.data).__name__ for p in out.events]
+    assert kinds == ["Stored", "Removed"]  # two Uses in one push: Stored by the first, Removed by the second

@@ -151,3 +151,33 @@ def test_itf_export_is_read_by_itf_py(tmp_path: Path) -> None:
     assert type(first["events"][0].Store.parent_hash).__name__ == "Null"
     last = parsed.states[-1].values
     assert last["outcome"].kind == ("error" if "error" in trace["steps"][-1]["observe"] else "returns")
+
+
+@given(tampered=st.sets(st.integers(0, len(OPS) - 1), min_size=1))
+def test_keep_going_reports_every_tampered_step(tampered: set[int]) -> None:
+    """Change the recorded result of some steps: the plain replay names the first, and stops
+    there; ``keep_going`` runs every step and names each tampered one (and no other)."""
+    t = copy.deepcopy(_trace())
+    for i in tampered:
+        obs = t["steps"][i]["observe"]
+        obs["returns"] = ["tampered", obs.get("returns")]
+        obs.pop("error", None)
+    first = traces.replay(t)
+    assert first.divergence_step == min(tampered) and first.steps_run == min(tampered) + 1
+    assert [d["step"] for d in first.divergences] == [min(tampered)]
+    every = traces.replay(t, keep_going=True)
+    assert every.steps_run == len(OPS) and every.divergence == first.divergence
+    assert {d["step"] for d in every.divergences} == tampered
+    assert every.verdict == "violation"
+
+
+def test_replay_keep_going_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t = copy.deepcopy(_trace())
+    for i in (1, 4):
+        t["steps"][i]["observe"]["returns"] = "tampered"
+        t["steps"][i]["observe"].pop("error", None)
+    p = tmp_path / "t.json"
+    traces.write(t, p)
+    assert cli.main(["replay", "--brief", "--keep-going", str(p)]) == 1
+    out = capsys.readouterr().out
+    assert "2 divergences in all:" in out and "  step 1 process:" in out and "  step 4 probe_new_blocks:" in out

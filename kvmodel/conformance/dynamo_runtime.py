@@ -22,6 +22,7 @@ PINNED = "1.6.1"
 
 def available() -> str | None:
     """``None`` when the real wheel and its mocker event path can be used, else why not."""
+    os.environ.setdefault("DYN_LOG", "error")  # before the first import: the Rust logger reads it once
     try:
         import dynamo._core as core
     except ImportError as e:

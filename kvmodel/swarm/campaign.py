@@ -42,15 +42,21 @@ def _distributed() -> Any:
 
 
 def local_cluster(workers: int) -> tuple[Any, Any]:
-    """A ``LocalCluster`` of ``workers`` processes, one thread each, and a client on it."""
+    """A ``LocalCluster`` of ``workers`` processes, one thread each, and a client on it.
+
+    The workers' statistical profiler is off: it samples the task thread's stack every 10 ms,
+    which cost the engines' deep Python stacks about 12 % (``docs/performance.md``, *Swarm*)."""
     d = _distributed()
-    cluster = d.LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
+    import dask
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):
+        cluster = d.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # the scheduler's HTTP endpoints on a free port: never a clash
+            silence_logs=logging.ERROR,
+        )
     return cluster, d.Client(cluster, set_as_default=False)
 
 
@@ -136,9 +142,12 @@ def run(
     budget_seconds: float | None = None,
     window: int | None = None,
     on_result: Callable[[Task, dict[str, Any], RunLog], None] | None = None,
+    fn: Callable[[dict[str, Any]], dict[str, Any]] = run_task,
 ) -> RunLog:
     """Run ``tasks`` on the client's cluster (all of them, or those submitted before
-    ``budget_seconds`` ran out: the ones already running are waited for, never dropped)."""
+    ``budget_seconds`` ran out: the ones already running are waited for, never dropped).
+    ``fn`` runs one task on a worker (:func:`~kvmodel.swarm.tasks.run_task`; the benchmark
+    measures the scheduling overhead with a no-op)."""
     d = _distributed()
     info = client.scheduler_info()
     nworkers = max(1, len(info.get("workers", {})))
@@ -164,7 +173,7 @@ def run(
         key = f"kvmodel-swarm-{nonce}-{task.id}"
         keys[key] = task.id
         log.tasks[task.id] = task
-        fut = client.submit(run_task, task.to_json(), key=key, pure=False, retries=0)
+        fut = client.submit(fn, task.to_json(), key=key, pure=False, retries=0)
         if pending is None:
             first.append(fut)
         else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import tempfile
 import time
 import warnings
@@ -436,6 +437,12 @@ RUNNERS = {"hypothesis": _run_hypothesis, "explore": _run_explore, "z3": _run_z3
 def run_task(desc: Mapping[str, Any]) -> dict[str, Any]:
     """Run one task (a pure function of its description, apart from ``timing``). Whatever the
     engine raises becomes an ``error`` result naming the task — never a pass, never dropped."""
+    on_worker = _worker_name() is not None
+    if on_worker:
+        # the worker's event-loop threads take the GIL every 5 ms by default; a CPU-bound task
+        # loses about 10 % to the switching (docs/performance.md, *Swarm*): 50 ms is ample for
+        # heartbeats that come every second
+        sys.setswitchinterval(max(sys.getswitchinterval(), 0.05))
     t0 = time.perf_counter()
     out: dict[str, Any]
     try:
@@ -459,7 +466,7 @@ def run_task(desc: Mapping[str, Any]) -> dict[str, Any]:
             "trace_doc": None,
         }
     out["id"] = desc.get("id")
-    out["timing"] = {"seconds": round(time.perf_counter() - t0, 3), "worker": _worker_name()}
+    out["timing"] = {"seconds": round(time.perf_counter() - t0, 3), "worker": _worker_name() if on_worker else None}
     return out
 
 

@@ -512,6 +512,9 @@ class KvbmKvManager:
         self.next_event_id = 0
         self.capacity_generation = 0
         self.outbox: list[Published] = []
+        # where in the outbox each Use began: one operation of a harness (a decode push that
+        # crosses two block boundaries) may run several Uses, each publishing its own events
+        self.use_marks: list[int] = []
         self.last_fresh = 0  # slots the last successful Use newly took (for the ideal result)
 
     def clone(self) -> KvbmKvManager:
@@ -522,6 +525,7 @@ class KvbmKvManager:
         c.active_full = {k: attrs.evolve(v) for k, v in self.active_full.items()}
         c.registered = {k: attrs.evolve(v, aliases=list(v.aliases)) for k, v in self.registered.items()}
         c.outbox = list(self.outbox)
+        c.use_marks = list(self.use_marks)
         return c
 
     def q(self, name: str) -> bool:
@@ -530,6 +534,12 @@ class KvbmKvManager:
     # -- events
     def drain_events(self) -> list[Published]:
         out, self.outbox = self.outbox, []
+        return out
+
+    def drain_use_marks(self) -> list[int]:
+        """The outbox positions at which each Use since the last drain began (call before
+        :meth:`drain_events`)."""
+        out, self.use_marks = self.use_marks, []
         return out
 
     def _publish(self, data: Stored | Removed, token_ids: list[list[int]] | None = None) -> None:
@@ -589,6 +599,7 @@ class KvbmKvManager:
 
     def process_use(self, sig: G1Use, reservation: KvbmDecodeReservation | None = None) -> str:
         """Atomic Use: classify, match, reserve, then commit (§2.4.3)."""
+        self.use_marks.append(len(self.outbox))
         self._validate_use(sig)
         saved_index = None if self.q("failed_use_reorders_inactive") else self.sub.inactive.clone()
         saved_tick = self.sub.tick

@@ -328,8 +328,9 @@ class G1KvbmSystem(System):
         for s in self.seqs.values():
             if not s.caching:
                 self.uncached.update(s.seq_hashes)
+        marks = self.model.kvbm.drain_use_marks()
         out.events = self.model.drain_events()
-        self.monitor.observe(out.events, self.uncached)
+        self.monitor.observe(out.events, self.uncached, marks)
         pre["holdings"] = self.holdings
         pre["uncached"] = self.uncached
         pre["dest_pins"] = Counter(plh for r in self.dest.values() if r.live for _, plh in r.pinned)
