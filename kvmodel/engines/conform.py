@@ -4,8 +4,20 @@ real mocker). A missing real part is an error, never a pass."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvmodel.components import Component
 from kvmodel.engines import Budget, Case, CheckResult
+
+
+def divergence(report: dict[str, Any]) -> dict[str, Any]:
+    """A conformance report's first divergence as a violation row (invariant, step, message)."""
+    d = report.get("first_divergence") or {}
+    return {
+        "invariant": f"conformance ({d.get('what')})",
+        "step": d.get("step", d.get("index", 0)),
+        "message": "model != real",
+    }
 
 
 class ConformEngine:
@@ -31,12 +43,7 @@ class ConformEngine:
         if not j["divergences"]:
             res.outcome, res.verdict = "pass", "pass"
             return res
-        d = j.get("first_divergence") or {}
         res.outcome, res.verdict = "violation", "DIVERGENCE"
-        res.violation = {
-            "invariant": f"conformance ({d.get('what')})",
-            "step": d.get("step", d.get("index", 0)),
-            "message": "model != real",
-        }
+        res.violation = divergence(j)
         res.trace = t.write_counterexample(j, budget.out_dir, budget.seed)
         return res

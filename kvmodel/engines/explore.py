@@ -5,6 +5,7 @@ to break; the shallowest counterexample is written as a trace."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from kvmodel import explorer, traces
 from kvmodel.components import Component
@@ -23,6 +24,23 @@ def outcome(r: explorer.ExploreResult, case: Case) -> str:
     return "pass" if r.complete else "inconclusive"
 
 
+def shallowest(r: explorer.ExploreResult, case: Case) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The shallowest violation the case looks for (a quirk: among those it breaks), as its trace
+    and its (invariant, step, message); ``None`` when there is none."""
+    among: Iterable[str] | None = case.breaks if case.kind == "quirk" else None
+    names = [n for n in r.violations if among is None or n in among]
+    if not names:
+        return None
+    inv = min(names, key=lambda n: (r.violations[n]["depth"], n))
+    t = explorer.violation_trace(r, inv)
+    v = t["violation"] or {}
+    return t, {
+        "invariant": inv,
+        "step": v.get("step", r.violations[inv]["depth"] - 1),
+        "message": v.get("message", r.violations[inv]["message"]),
+    }
+
+
 class ExploreEngine:
     name = "explore"
 
@@ -36,21 +54,14 @@ class ExploreEngine:
         w = component.profile.explore
         r = explorer.explore(dict(w.config), case.quirks, component.explore_space(w))
         out = outcome(r, case)
-        among: Iterable[str] | None = case.breaks if case.kind == "quirk" else None
-        names = [n for n in r.violations if among is None or n in among]
+        found = shallowest(r, case)
         viol = None
-        if names:
-            inv = min(names, key=lambda n: (r.violations[n]["depth"], n))
-            t = explorer.violation_trace(r, inv)
+        if found is not None:
+            t, viol = found
+            inv = viol["invariant"]
             path = budget.out_dir / f"{component.name}-explore-{case.file_label}-{inv.replace('.', '_')}.json"
             traces.write(t, path)
-            v = t["violation"] or {}
-            viol = {
-                "invariant": inv,
-                "step": v.get("step", r.violations[inv]["depth"] - 1),
-                "message": v.get("message", r.violations[inv]["message"]),
-                "trace_path": str(path),
-            }
+            viol["trace_path"] = str(path)
         return CheckResult(
             engine=self.name,
             component=component.name,

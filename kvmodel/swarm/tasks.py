@@ -351,7 +351,7 @@ def _run_hypothesis(task: Task, case: Case) -> dict[str, Any]:
 
 def _run_explore(task: Task, case: Case) -> dict[str, Any]:
     from kvmodel import explorer
-    from kvmodel.engines.explore import outcome
+    from kvmodel.engines.explore import outcome, shallowest
 
     c = components.get(task.component)
     assert c.space is not None
@@ -362,17 +362,8 @@ def _run_explore(task: Task, case: Case) -> dict[str, Any]:
         max_states=int(task.config["max_states"]),
     )
     out = outcome(r, case)
-    names = [n for n in r.violations if case.kind != "quirk" or n in case.breaks]
-    viol, doc = None, None
-    if names:
-        inv = min(names, key=lambda n: (r.violations[n]["depth"], n))
-        doc = explorer.violation_trace(r, inv)
-        v = doc.get("violation") or {}
-        viol = {
-            "invariant": inv,
-            "step": v.get("step", r.violations[inv]["depth"] - 1),
-            "message": v.get("message", r.violations[inv]["message"]),
-        }
+    found = shallowest(r, case)
+    doc, viol = found if found is not None else (None, None)
     return {
         "outcome": out,
         "steps": r.transitions,
@@ -414,17 +405,14 @@ def _run_conform(task: Task, case: Case) -> dict[str, Any]:
     steps = int(j.get("events", j.get("operations", 0)))
     if not j["divergences"]:
         return {"outcome": "pass", "steps": steps, "violation": None, "found": [], "error": None, "trace_doc": None}
-    d = j.get("first_divergence") or {}
+    from kvmodel.engines.conform import divergence
+
     doc = {"target": t.name, t.counterexample_key: j.get("counterexample")}
     return {
         "outcome": "violation",
         "steps": steps,
         "divergences": j["divergences"] if isinstance(j["divergences"], int) else len(j["divergences"]),
-        "violation": {
-            "invariant": f"conformance ({d.get('what')})",
-            "step": d.get("step", d.get("index", 0)),
-            "message": "model != real",
-        },
+        "violation": divergence(j),
         "found": [t.name],
         "error": None,
         "trace_doc": doc if j.get("counterexample") else None,
