@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.swarm.tasks import CONFORM, Task, run_task
+from kvmodel.swarm.tasks import CONFORM, Task, error_result, run_task
 
 
 class SwarmError(Exception):
@@ -191,16 +191,7 @@ def run(
         try:
             res = fut.result()
         except Exception as ex:  # e.g. KilledWorker: the task's workers kept dying
-            res = {
-                "id": tid,
-                "outcome": "error",
-                "steps": 0,
-                "violation": None,
-                "found": [],
-                "error": f"{type(ex).__name__}: {ex}"[:400],
-                "trace_doc": None,
-                "timing": {"seconds": 0.0, "worker": None},
-            }
+            res = {**error_result(ex), "id": tid, "timing": {"seconds": 0.0, "worker": None}}
         fut.release()
         log.results[tid] = res
         if on_result is not None:

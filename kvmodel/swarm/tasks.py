@@ -422,6 +422,18 @@ def _run_conform(task: Task, case: Case) -> dict[str, Any]:
 RUNNERS = {"hypothesis": _run_hypothesis, "explore": _run_explore, "z3": _run_z3, CONFORM: _run_conform}
 
 
+def error_result(ex: BaseException) -> dict[str, Any]:
+    """The result of a task that crashed (in its engine, or on the cluster: ``KilledWorker``)."""
+    return {
+        "outcome": "error",
+        "steps": 0,
+        "violation": None,
+        "found": [],
+        "error": f"{type(ex).__name__}: {ex}"[:400],
+        "trace_doc": None,
+    }
+
+
 def run_task(desc: Mapping[str, Any]) -> dict[str, Any]:
     """Run one task (a pure function of its description, apart from ``timing``). Whatever the
     engine raises becomes an ``error`` result naming the task — never a pass, never dropped."""
@@ -445,14 +457,7 @@ def run_task(desc: Mapping[str, Any]) -> dict[str, Any]:
             warnings.filterwarnings("ignore", message="Do not use the `random` module")
             out = runner(task, case)
     except Exception as ex:  # a crash decides nothing: reported with the task's description
-        out = {
-            "outcome": "error",
-            "steps": 0,
-            "violation": None,
-            "found": [],
-            "error": f"{type(ex).__name__}: {ex}"[:400],
-            "trace_doc": None,
-        }
+        out = error_result(ex)
     out["id"] = desc.get("id")
     out["timing"] = {"seconds": round(time.perf_counter() - t0, 3), "worker": _worker_name() if on_worker else None}
     return out
