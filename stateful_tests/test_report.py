@@ -10,6 +10,7 @@ import json
 import shutil
 import struct
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zlib
 from pathlib import Path
@@ -206,7 +207,7 @@ def test_progress_writes_only_to_a_terminal_and_clears_its_line() -> None:
 
 def test_cli_runs_are_quiet_on_stderr_when_not_a_terminal(tmp_path: Path) -> None:
     done = subprocess.run(
-        ["kvmodel", "explore", "--component", "lru_evictor_counter", "--json"],
+        [sys.executable, "-m", "kvmodel.cli", "explore", "--component", "lru_evictor_counter", "--json"],
         capture_output=True,
         text=True,
         check=False,
