@@ -139,6 +139,18 @@ class MyKvManager:
         if not was_resident:
             self._emit("Store", [seq_hash], parent)
 
+    def count_new(self, blocks: list[Block]) -> int:
+        """How many of the listed blocks are not in the pool (in use or cached)."""
+        return sum(1 for b in blocks if b not in self.refs and b not in self.lru)
+
+    def prefill_cost(self, blocks: list[Block], tokens: int, block_size: int) -> dict[str, int]:
+        """Blocks to allocate and tokens to compute for a prompt of ``tokens`` over ``blocks``."""
+        new = self.count_new(blocks)
+        left = tokens - (len(blocks) - new) * block_size
+        if left < 0:
+            raise Rejected("SubtractOverflow")  # usize arithmetic in the real code
+        return {"new_blocks": new, "new_tokens": left}
+
     def take_events(self) -> list[tuple[str, list[int], int | None]]:
         out, self.events = self.events, []
         return out
@@ -159,11 +171,13 @@ class MyAdapter:
     def __init__(self, bug: str | None = None) -> None:
         self.bug = bug
         self.pool = MyKvManager(4, bug)
+        self.block_size = 16
         if bug:
             self.name = f"MyKvManager(bug={bug})"
 
     def reset(self, config: dict[str, Any]) -> None:
         self.pool = MyKvManager(config["max_capacity"], self.bug)
+        self.block_size = config["block_size"]
 
     def step(self, op: str, args: Any) -> dict[str, Any]:
         p = self.pool
@@ -181,6 +195,10 @@ class MyAdapter:
                 else:
                     p.promote(body["uuid"], body["hash"], body["parent_hash"])
                     out = True
+            elif op == "probe_new_blocks":
+                out = p.count_new(_blocks(args["blocks"]))
+            elif op == "get_prefill_cost":
+                out = p.prefill_cost(_blocks(args["unique_blocks"]), args["num_input_tokens"], self.block_size)
             elif op == "current_capacity":
                 out = p.used()
             elif op == "num_active_blocks":

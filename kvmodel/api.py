@@ -39,7 +39,7 @@ from kvmodel.model import errors
 from kvmodel.model.errors import InvalidInput
 from kvmodel.systems import make_system
 
-__all__ = ["Adapter", "DiffReport", "Divergence", "check_implementation", "error_names"]
+__all__ = ["Adapter", "DiffReport", "Divergence", "ModelAdapter", "check_implementation", "error_names", "operations"]
 
 
 class Adapter(Protocol):
@@ -49,6 +49,26 @@ class Adapter(Protocol):
 
     def reset(self, config: dict[str, Any]) -> None: ...
     def step(self, op: str, args: Any) -> dict[str, Any]: ...
+
+
+class ModelAdapter:
+    """The model itself behind the adapter interface (a reference implementation: checking it
+    finds no divergence; the harness examples serve it over the wire protocol). ``error`` is the
+    rejection's type name."""
+
+    def __init__(self, component: str, quirks: Sequence[str] = ()) -> None:
+        self.component, self.quirks = _component(component).name, list(quirks)
+        self.name = f"kvmodel's {self.component} model"
+        self.system: Any = None
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.system = make_system(self.component, config, self.quirks)
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        obs = self.system.step(op, args).observation(None)
+        if "error" in obs:
+            obs["error"] = obs["error"]["type"]
+        return obs
 
 
 def _component(component: str) -> Any:
@@ -66,13 +86,13 @@ def _space(component: str, space: Any | None) -> Any:
 
 
 def error_names(component: str | None = None) -> dict[str, str]:
-    """The model's rejections: type name -> panic message (either may be returned as ``error``)."""
-    out = {}
-    for name in dir(errors):
-        cls = getattr(errors, name)
-        if isinstance(cls, type) and issubclass(cls, errors.ModelError) and cls is not errors.ModelError:
-            out[name] = cls.id
-    return dict(sorted(out.items()))
+    """The model's rejections for ``component`` (every component when ``None``): name -> id, where
+    the name is the error's type (``DestroyNotActive``) or, for a panic whose id is its message, the
+    message itself. Any name, any id, or the real message (the id then the runtime data Rust
+    appends) may be returned as ``error``. Read from the model's code (:mod:`kvmodel.contracts`)."""
+    from kvmodel import contracts
+
+    return contracts.error_catalogue(None if component is None else _component(component).name)
 
 
 def json_safe(x: Any, depth: int = 0) -> Any:
@@ -137,6 +157,7 @@ class DiffReport:
     trace: dict[str, Any] | None = None  # the model's run of ``ops``, divergence marked
     flaky: bool = False  # a divergence was seen but did not reproduce: ops and trace are unshrunk
     shrink_runs: int = 0
+    op_counts: dict[str, int] = attrs.field(factory=dict)  # steps run per operation (op_label)
 
     @property
     def ok(self) -> bool:
@@ -161,6 +182,7 @@ class DiffReport:
             "flaky": self.flaky,
             "verdict": self.verdict,
             "shrink_runs": self.shrink_runs,
+            "op_counts": dict(sorted(self.op_counts.items())),
             "ops": self.ops,
         }
 
@@ -181,11 +203,57 @@ class DiffReport:
         return text + (show.terminal(self.trace) if self.trace is not None else "")
 
 
-def _same_error(model_err: dict[str, Any], got: Any) -> bool:
-    return got in (model_err.get("type"), model_err.get("id"))
+SEPARATORS = (":", " ", "(", ",", ".", "\n")
 
 
-def _compare(i: int, op: str, args: Any, model: dict[str, Any], got: Any) -> Divergence | None:
+def same_error(model_err: dict[str, Any], got: Any) -> bool:
+    """Whether ``got`` names the model's rejection: its type name (``DestroyNotActive``), its id
+    (the Rust panic message's fixed text), or the real message — the id followed by the runtime
+    data Rust appends (``Missing active block for promotion: PartialBlock(p0). ...``)."""
+    if not isinstance(got, str):
+        return False
+    if got in (model_err.get("type"), model_err.get("id")):
+        return True
+    rid = str(model_err.get("id", ""))
+    return bool(rid) and got.startswith(rid) and got[len(rid) : len(rid) + 1] in SEPARATORS
+
+
+class Renaming:
+    """A one-to-one renaming of handle-like ids (``Component.renamed_fields``) kept over a run:
+    the model's and the implementation's ids may differ, consistently."""
+
+    def __init__(self, fields: Sequence[str]) -> None:
+        self.fields = tuple(fields)
+        self.fwd: dict[Any, Any] = {}
+        self.back: dict[Any, Any] = {}
+
+    def same_events(self, model: list[Any], got: list[Any]) -> bool:
+        if not self.fields:
+            return model == got
+        if len(model) != len(got):
+            return False
+        fwd, back = dict(self.fwd), dict(self.back)
+        for a, b in zip(model, got, strict=True):
+            if not isinstance(a, dict) or not isinstance(b, dict) or set(a) != set(b):
+                return False
+            for k, v in a.items():
+                if k not in self.fields:
+                    if b[k] != v:
+                        return False
+                    continue
+                w = b[k]
+                try:
+                    if fwd.setdefault((k, v), w) != w or back.setdefault((k, w), v) != v:
+                        return False
+                except TypeError:  # an unhashable id
+                    return False
+        self.fwd, self.back = fwd, back
+        return True
+
+
+def _compare(
+    i: int, op: str, args: Any, model: dict[str, Any], got: Any, renaming: Renaming | None = None
+) -> Divergence | None:
     if not isinstance(got, dict) or not ({"returns", "error"} & set(got)):
         return Divergence(
             i, op, args, "malformed", model, f"step() must return a dict with 'returns' or 'error': {got!r}"
@@ -194,7 +262,7 @@ def _compare(i: int, op: str, args: Any, model: dict[str, Any], got: Any) -> Div
     if not isinstance(ev, list | tuple):
         return Divergence(i, op, args, "malformed", model, f"'events' must be a list, got {ev!r}")
     if "error" in model:
-        if not _same_error(model["error"], got.get("error")):
+        if not same_error(model["error"], got.get("error")):
             return Divergence(
                 i, op, args, "error", model["error"]["type"], got.get("error", {"returns": got.get("returns")})
             )
@@ -202,45 +270,34 @@ def _compare(i: int, op: str, args: Any, model: dict[str, Any], got: Any) -> Div
         return Divergence(i, op, args, "error", {"returns": model.get("returns")}, got["error"])
     elif got.get("returns") != model.get("returns"):
         return Divergence(i, op, args, "returns", model.get("returns"), got.get("returns"))
-    if list(got.get("events", [])) != model["events"]:
-        return Divergence(i, op, args, "events", model["events"], got.get("events", []))
+    if not (renaming or Renaming(())).same_events(model["events"], list(ev)):
+        return Divergence(i, op, args, "events", model["events"], list(ev))
     return None
 
 
 def _concrete(
     component: str, config: dict[str, Any], quirks: Sequence[str], picks: Sequence[int], sp: Any
 ) -> list[tuple[str, Any]]:
-    """The operation list a sequence of move choices stands for (disabled moves are skipped)."""
-    queries = list(_component(component).queries)
-    moves = sp.moves()
-    s = sp.system(config, quirks)
-    ops: list[tuple[str, Any]] = []
-    total = len(moves) + len(queries)
-    for pick in picks:
-        n = (pick >> 1) % total
-        if n >= len(moves):
-            ops.append(queries[n - len(moves)])
-            continue
-        # Most moves of a random pick are rejected in most states (Deref of a block nobody
-        # holds): on an odd pick, look for the next move (by a stride) the model accepts, so
-        # workloads reach full pools, evictions and shared blocks.
-        chosen = None
-        for k in range(64 if pick & 1 else 1):
-            m = moves[(n + 97 * k) % len(moves)]
-            if not sp.allows(s, m):
-                continue
-            op, decoded, args = sp.concrete(s, m)
-            if op is None or args is None:
-                continue
-            if pick & 1 and s.clone().apply(op, decoded).error is not None:
-                continue
-            chosen = (op, decoded, args)
-            break
-        if chosen is None:
-            continue
-        s.apply(chosen[0], chosen[1])
-        ops.append((chosen[0], chosen[2]))
-    return ops
+    """The operation list a sequence of picks stands for (:mod:`kvmodel.workloads`)."""
+    from kvmodel import workloads
+
+    c = _component(component)
+    return workloads.concrete(sp, c.api_ops(), sp.system(config, quirks), picks, c.api_weights)
+
+
+def op_label(op: str, args: Any) -> str:
+    """The name an operation is counted under: ``op``, or ``op:Variant`` when its arguments are one
+    tagged variant (the KV manager's ``process`` ``{"Use": [...]}`` is ``process:Use``)."""
+    if isinstance(args, dict) and len(args) == 1:
+        (k,) = args
+        if isinstance(k, str) and k[:1].isupper():
+            return f"{op}:{k}"
+    return op
+
+
+def operations(component: str) -> list[str]:
+    """Every operation of the component's system (each appears in a default workload run)."""
+    return list(make_system(_component(component).name, {}, ()).OPS)  # type: ignore[attr-defined]
 
 
 DEFAULT_STEP_TIMEOUT = 10.0  # seconds per adapter call (reset or step)
@@ -286,12 +343,17 @@ def differential(
     quirks: Sequence[str],
     ops: Sequence[tuple[str, Any]],
     call: Callable[..., Any] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> tuple[Divergence | None, int]:
     """Run ``ops`` on a fresh model and a reset adapter; the first divergence and the steps run.
     Nothing the adapter does escapes: an exception, a malformed answer or a timeout (``call``
-    runs each adapter call with one) is a divergence of its own kind."""
+    runs each adapter call with one) is a divergence of its own kind. An operation the model
+    rejects as malformed (``InvalidInput``) makes the list itself invalid: ``InvalidInput`` is
+    raised (the shrinker skips such candidates). ``counts``: per-operation counts of the steps
+    run (:func:`op_label`)."""
     call = call or (lambda fn, *a: fn(*a))
     sys_ = make_system(component, config, quirks)
+    renaming = Renaming(_component(component).renamed_fields)
     try:
         call(adapter.reset, dict(sys_.config))
     except _Stuck as e:
@@ -299,14 +361,20 @@ def differential(
     except Exception as e:
         return Divergence(0, "reset", dict(sys_.config), "reset", None, repr(e)[:300]), 0
     for i, (op, args) in enumerate(ops):
-        model = sys_.step(op, args).observation(None)
+        out = sys_.step(op, args)
+        if isinstance(out.error, InvalidInput):  # not an input the real code's types admit
+            raise InvalidInput(f"step {i + 1} ({op}): {out.error.detail}")
+        model = out.observation(None)
+        if counts is not None:
+            label = op_label(op, args)
+            counts[label] = counts.get(label, 0) + 1
         try:
             got = call(adapter.step, op, json.loads(json.dumps(args)))
         except _Stuck as e:
             return Divergence(i, op, args, "timeout", model.get("error", model.get("returns")), str(e)), i + 1
         except Exception as e:  # the implementation crashed: a divergence, not our failure
             return Divergence(i, op, args, "exception", model.get("error", model.get("returns")), repr(e)[:300]), i + 1
-        d = _compare(i, op, args, model, got)
+        d = _compare(i, op, args, model, got, renaming)
         if d is not None:
             return d, i + 1
     return None, len(ops)
@@ -372,7 +440,7 @@ def check_implementation(
         if call.stuck:  # a hung adapter: nothing more can be asked of it
             return bool(found)
         ops = _concrete(component, cfg, q, picks, sp)
-        d, n = differential(impl, component, cfg, q, ops, call)
+        d, n = differential(impl, component, cfg, q, ops, call, None if shrinking else rep.op_counts)
         if shrinking:
             rep.shrink_runs += 1
         else:
@@ -383,7 +451,9 @@ def check_implementation(
         return d is not None
 
     try:
-        strategy = st.lists(st.integers(0, 10_000), min_size=1, max_size=max_steps)
+        # long enough that set-ups of several steps (a request allocated, then decoded) occur; the
+        # deletion pass shrinks below the minimum afterwards
+        strategy = st.lists(st.integers(0, 10_000), min_size=max(1, max_steps // 2), max_size=max_steps)
         failing_examples(strategy, workloads=workloads, seed=seed, diverges=diverges)
         if found:
             first_ops, first_d = found[0]

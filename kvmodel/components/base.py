@@ -149,9 +149,17 @@ class Component:
     # the quirks the spec's world can reach (None: all)
     spec_quirks: Callable[[], frozenset[str]] | None = None
     profile: CheckProfile = CheckProfile()
-    # differential checking of users' implementations: the workload world and read-only queries
+    # differential checking of users' implementations: the workload world, and the operations
+    # the generator draws besides its moves (queries, operations the explorer does not move;
+    # ``kvmodel.workloads.ApiOp``)
     api_space: Callable[[], Space] | None = None
-    queries: tuple[tuple[str, Any], ...] = ()
+    api_ops: Callable[[], tuple[Any, ...]] = tuple
+    # move kinds drawn more (or less) often than the default (``kvmodel.workloads.MOVE_WEIGHT``):
+    # those that need a long set-up to be enabled
+    api_weights: Mapping[str, int] = attrs.field(factory=dict, converter=_as_dict)
+    # event fields that hold the model's own numbering of objects (the registry's handle ids):
+    # compared up to a one-to-one renaming kept over a run (``kvmodel.api.Renaming``)
+    renamed_fields: tuple[str, ...] = ()
     # the Z3 agreement runs of the mutation benchmark: (spec universe, moves)
     agreement: Callable[[], tuple[dict[str, Any], list[tuple[str, Any]]]] | None = None
     conform: tuple[ConformTarget, ...] = ()

@@ -30,6 +30,9 @@ from kvmodel.model.g1.pool import NativePool, Reservation
 READY = "Ready"
 EXHAUSTED = "CapacityExhausted"
 
+# panic messages raised through a variable (kvmodel.contracts reads them from here)
+PANIC_MESSAGES = ("full-block Deref mismatch", "partial Deref mismatch")
+
 
 @attrs.define
 class Pending:
@@ -315,7 +318,7 @@ class NativeKvManager:
                 if isinstance(b, FullBlock) != (e.hash is not None):
                     raise NativePanic("Deref block kind disagrees with request table")
                 if not e.matches(b):
-                    what = "full-block Deref mismatch" if isinstance(b, FullBlock) else "partial Deref mismatch"
+                    what = PANIC_MESSAGES[0] if isinstance(b, FullBlock) else PANIC_MESSAGES[1]
                     raise NativePanic(what, f"{b.to_json()}")
         else:  # ideal: the tail in any order (it is released leaf first all the same)
             left = list(tail)

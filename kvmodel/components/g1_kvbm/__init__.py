@@ -93,6 +93,12 @@ def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     return inv.INVARIANTS, inv.WITNESSES
 
 
+def _api_ops() -> tuple[Any, ...]:
+    from kvmodel.workloads import const
+
+    return (const("counts"),)
+
+
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, KVBM backend",
@@ -110,6 +116,8 @@ COMPONENT = Component(
         explore=World(CHECK_CONFIG, CHECK_SPACE), bmc_depth=6, z3_universe={"owners": 1, "capacity": 3}
     ),
     api_space=lambda: _space(owners=3, prompts=5, pushes=2, decode=2),
+    api_ops=_api_ops,
+    api_weights={"decode_push": 8, "allocate": 4, "push": 4},
     vectors=_vectors,
     invariants=_invariants,
     manifest_worlds=_manifest,

@@ -108,6 +108,12 @@ def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     return inv.INVARIANTS, inv.WITNESSES
 
 
+def _api_ops() -> tuple[Any, ...]:
+    from kvmodel.workloads import const
+
+    return (const("counts"),)
+
+
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, native backend",
@@ -122,6 +128,8 @@ COMPONENT = Component(
     universe=_universe,
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=6),
     api_space=lambda: _space(owners=3, prompts=3, pushes=3, decode=2),
+    api_ops=_api_ops,
+    api_weights={"deref_in_order": 4, "allocate": 4, "push": 4},
     conform=(MOCKER, VLLM_POOL),
     vectors=_vectors,
     invariants=_invariants,

@@ -119,6 +119,12 @@ def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     return inv.INVARIANTS, inv.WITNESSES
 
 
+def _api_ops() -> tuple[Any, ...]:
+    from kvmodel.components.kv_manager import workload
+
+    return workload.api_ops()
+
+
 COMPONENT = Component(
     name=NAME,
     title="mocker KV manager, single-file era",
@@ -132,7 +138,9 @@ COMPONENT = Component(
     universe=_universe,
     profile=CheckProfile(explore=World({"max_capacity": 2}, SMALL), bmc_depth=6),
     api_space=lambda: _space(n_full=4, partials=1, max_batch=3, max_refcount=3),
-    queries=(("current_capacity", {}), ("num_active_blocks", {}), ("num_inactive_blocks", {})),
+    api_ops=_api_ops,
+    # a pool fills and evicts only through Use and Deref: they get most picks
+    api_weights={"Use": 6, "Deref": 4},
     agreement=_agreement,
     vectors=_vectors,
     mutants=_mutants,

@@ -141,6 +141,12 @@ def _invariants(name: str) -> Callable[[], tuple[tuple[Any, ...], tuple[Any, ...
     return load
 
 
+def _api_ops() -> tuple[Any, ...]:
+    from kvmodel.workloads import const
+
+    return (const("len"),)
+
+
 def _component(name: str, title: str, universe: dict[str, Any]) -> Component:
     return Component(
         name=name,
@@ -158,7 +164,7 @@ def _component(name: str, title: str, universe: dict[str, Any]) -> Component:
             explore=World({"cleanup_threshold": 2}, {"objects": 2, "max_queue": 4}), bmc_depth=6, z3_universe=universe
         ),
         api_space=lambda: _space(name)(objects=3, max_queue=8),
-        queries=(("len", {}),),
+        api_ops=_api_ops,
         agreement=_agreement(name),
         vectors=_vectors(name),
         mutants=_mutants(name),

@@ -27,6 +27,8 @@ class LruSystem(System):
         if component not in ("lru_evictor_wallclock", "lru_evictor_counter"):
             raise InvalidInput(f"not an LRU component: {component!r}")
         self.component = component
+        if component != "lru_evictor_counter":  # push_front exists only on the counter rewrite
+            self.OPS = tuple(o for o in LruSystem.OPS if o != "push_front")
         self.config = check_config(component, config or {}, {"cleanup_threshold": 50})
         self.quirks = resolve(component, quirks)
         self.model: WallClockLRU[Any] | CounterLRU[Any]
@@ -40,10 +42,10 @@ class LruSystem(System):
         args = {} if args is None else args
         if not isinstance(args, dict):
             raise InvalidInput(f"{op} arguments must be an object, got {args!r}")
-        if op not in self.OPS:
-            raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
         if op == "push_front" and self.component != "lru_evictor_counter":
             raise InvalidInput("push_front exists only on the counter-based evictor")
+        if op not in self.OPS:
+            raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
         spec: A.Spec = {"object": (R, A.anything)} if op in ("push_front", "remove") else {}
         if op == "insert":
             spec = {"object": (R, A.anything), "clock": (O, A.optional(A.u64))}

@@ -114,6 +114,12 @@ def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     return inv.INVARIANTS, inv.WITNESSES
 
 
+def _api_ops() -> tuple[Any, ...]:
+    from kvmodel.components.registry import workload
+
+    return workload.api_ops()
+
+
 COMPONENT = Component(
     name=NAME,
     title="KVBM block registry",
@@ -127,7 +133,9 @@ COMPONENT = Component(
     universe=_universe,
     # the registry's quirks need more steps (its deepest BFS minimum is 8: a third registration)
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=8),
-    api_space=lambda: _space(),
+    api_space=lambda: _space(hashes=2, states=3, publish_handles=2, arcs=1, publishers=2, max_pending=3, shared=True),
+    api_ops=_api_ops,
+    renamed_fields=("handle",),
     vectors=_vectors,
     mutants=_mutants,
     invariants=_invariants,

@@ -1,0 +1,131 @@
+"""Operation sequences for the differential check (:func:`kvmodel.api.check_implementation`).
+
+A workload is drawn as a list of integers (*picks*; Hypothesis draws and shrinks them). Each
+pick chooses one **operation group** uniformly — every kind of explorer move of the component's
+API world (``Use``, ``Deref``, ``register``, ``allocate``, ...) is a group, and so is every
+:class:`ApiOp` the component declares (its queries and the operations its explorer world does not
+move, e.g. the KV manager's ``probe_new_blocks`` or the registry's ``add_tokens``) — and then an
+instance of it. Choosing the group first is what makes every operation appear in a default run:
+the KV manager's world has thousands of ``Use`` moves and one ``num_inactive_blocks``.
+
+An odd pick looks (by a stride) for an instance the model accepts, so that workloads reach full
+pools, evictions and shared blocks; an even pick takes the instance as drawn, rejections
+included. An instance the model rejects as malformed (``InvalidInput``: a name not bound, an
+argument of the wrong kind) is never emitted: workloads contain only inputs the real code's
+types admit, so an adapter need not validate its inputs before acting on them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from kvmodel.model.errors import InvalidInput
+
+
+@attrs.frozen
+class ApiOp:
+    """One operation the generator draws besides the explorer's moves: ``args(system, rnd)`` gives
+    its JSON arguments in the current state (``None``: not applicable now); ``weight`` how many
+    groups' worth of picks it gets."""
+
+    op: str
+    args: Callable[[Any, random.Random], Any]
+    weight: int = 1
+
+
+def const(op: str, args: Any = None) -> ApiOp:
+    """An operation with fixed arguments (a query such as ``num_active_blocks``)."""
+    value = {} if args is None else args
+    return ApiOp(op, lambda _s, _r: dict(value))
+
+
+MOVE_WEIGHT = 2  # an explorer move kind gets twice a declared operation's share of picks
+STRIDE = 97
+GROUP_STRIDE = 7919
+SEARCH = 64
+
+
+@attrs.frozen
+class Group:
+    """Picks of one kind: explorer moves of one ``move_kind`` or one declared operation."""
+
+    name: str
+    moves: tuple[Any, ...] = ()
+    api: ApiOp | None = None
+
+
+def groups(sp: Any, extra: Sequence[ApiOp], weights: Mapping[str, int] | None = None) -> list[Group]:
+    """The operation groups of an API world, each repeated by its weight (in a stable order;
+    ``weights``: a move kind's weight when not ``MOVE_WEIGHT``)."""
+    weights = weights or {}
+    kinds: dict[str, list[Any]] = {}
+    for m in sp.moves():
+        kinds.setdefault(str(sp.move_kind(m)), []).append(m)
+    out: list[Group] = []
+    for k, ms in kinds.items():
+        out += [Group(k, tuple(ms))] * weights.get(k, MOVE_WEIGHT)
+    for a in extra:
+        out += [Group(a.op, api=a)] * max(1, a.weight)
+    return out
+
+
+def concrete(
+    sp: Any, extra: Sequence[ApiOp], system: Any, picks: Sequence[int], weights: Mapping[str, int] | None = None
+) -> list[tuple[str, Any]]:
+    """The operation list a sequence of picks stands for, run from ``system`` (left unchanged);
+    picks with nothing applicable are skipped."""
+    gs = groups(sp, extra, weights)
+    s = system
+    ops: list[tuple[str, Any]] = []
+    for pick in picks:
+        want_ok = bool(pick & 1)
+        n = (pick >> 1) // len(gs)
+        chosen: tuple[str, Any, Any] | None = None
+        # the drawn group first; when nothing of it applies here, the others in a scattered
+        # order (a prime stride longer than the list), so no group inherits a disabled one's share
+        for j in range(len(gs)):
+            chosen = _instance(sp, gs[((pick >> 1) + j * GROUP_STRIDE) % len(gs)], s, n, want_ok)
+            if chosen is not None:
+                break
+        if chosen is None:
+            continue
+        s = chosen[1]
+        ops.append((chosen[0], chosen[2]))
+    return ops
+
+
+def _instance(sp: Any, g: Group, s: Any, n: int, want_ok: bool) -> tuple[str, Any, Any] | None:
+    """An instance of group ``g`` valid in ``s`` (accepted by the model when ``want_ok``), found
+    by a stride from index ``n``: (op, the state after it, JSON arguments)."""
+    for k in range(SEARCH):
+        if g.api is not None:
+            raw = g.api.args(s, random.Random(n * 1_000_003 + k))
+            if raw is None:
+                return None
+            op, args = g.api.op, raw
+            try:
+                decoded = s.decode(op, args)
+            except InvalidInput:
+                continue
+        else:
+            m = g.moves[(n + STRIDE * k) % len(g.moves)]
+            if not sp.allows(s, m):
+                continue
+            op, decoded, args = sp.concrete(s, m)
+            if op is None or args is None:
+                continue
+        t = s.clone()
+        err = t.apply(op, decoded).error
+        if isinstance(err, InvalidInput) or (want_ok and err is not None):
+            continue
+        return op, t, args
+    return None
+
+
+def group_names(sp: Any, extra: Sequence[ApiOp]) -> list[str]:
+    """The distinct group names, in order (what a default run must exercise)."""
+    return list(dict.fromkeys(g.name for g in groups(sp, extra)))
