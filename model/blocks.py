@@ -145,6 +145,9 @@ def move_block_from_json(obj: Any) -> MoveBlock:
     if kind == "Promote":
         if not isinstance(body, dict) or not {"uuid", "hash"} <= set(body):
             raise InvalidInput(f"Promote needs uuid and hash, got {body!r}")
+        extra = sorted(str(k) for k in set(body) - {"uuid", "hash", "parent_hash"})
+        if extra:
+            raise InvalidInput(f"Promote: unknown argument {extra[0]!r:.40} (known: hash, parent_hash, uuid)")
         uuid = body["uuid"]
         if not isinstance(uuid, str) or not uuid:
             raise InvalidInput(f"Promote uuid must be a non-empty string, got {uuid!r}")
