@@ -35,7 +35,6 @@ from typing import Any, Protocol
 import attrs
 
 from kvmodel import determinism, traces
-from kvmodel.model import errors
 from kvmodel.model.errors import InvalidInput
 from kvmodel.systems import make_system
 
@@ -65,7 +64,7 @@ class ModelAdapter:
         self.system = make_system(self.component, config, self.quirks)
 
     def step(self, op: str, args: Any) -> dict[str, Any]:
-        obs = self.system.step(op, args).observation(None)
+        obs: dict[str, Any] = self.system.step(op, args).observation(None)
         if "error" in obs:
             obs["error"] = obs["error"]["type"]
         return obs
@@ -117,8 +116,8 @@ def json_safe(x: Any, depth: int = 0) -> Any:
 class Divergence:
     """The first step where the implementation and the model disagree. ``what``: ``returns``,
     ``error``, ``events``, ``exception`` (the adapter raised), ``malformed`` (its answer is not an
-    observation), ``timeout`` (a step took longer than ``step_timeout``) or ``reset`` (``reset``
-    raised)."""
+    observation), ``timeout`` (a step took longer than ``step_timeout``), ``reset`` (``reset``
+    raised) or ``crash`` (a harness child exited; :mod:`kvmodel.harness`)."""
 
     step: int
     op: str
@@ -336,6 +335,14 @@ class _Caller:
         self.pool.shutdown(wait=not self.stuck, cancel_futures=True)
 
 
+def _failure_text(e: BaseException) -> str:
+    """An adapter's failure for a report: its repr, or a harness failure's message with the
+    child's standard-error tail (at most 2,300 characters)."""
+    if getattr(e, "divergence_kind", None):
+        return str(e)[:2300]
+    return repr(e)[:300]
+
+
 def differential(
     adapter: Adapter,
     component: str,
@@ -359,7 +366,8 @@ def differential(
     except _Stuck as e:
         return Divergence(0, "reset", dict(sys_.config), "timeout", None, str(e)), 0
     except Exception as e:
-        return Divergence(0, "reset", dict(sys_.config), "reset", None, repr(e)[:300]), 0
+        kind = getattr(e, "divergence_kind", None) or "reset"  # a harness child's crash or timeout
+        return Divergence(0, "reset", dict(sys_.config), kind, None, _failure_text(e)), 0
     for i, (op, args) in enumerate(ops):
         out = sys_.step(op, args)
         if isinstance(out.error, InvalidInput):  # not an input the real code's types admit
@@ -373,7 +381,8 @@ def differential(
         except _Stuck as e:
             return Divergence(i, op, args, "timeout", model.get("error", model.get("returns")), str(e)), i + 1
         except Exception as e:  # the implementation crashed: a divergence, not our failure
-            return Divergence(i, op, args, "exception", model.get("error", model.get("returns")), repr(e)[:300]), i + 1
+            kind = getattr(e, "divergence_kind", None) or "exception"
+            return Divergence(i, op, args, kind, model.get("error", model.get("returns")), _failure_text(e)), i + 1
         d = _compare(i, op, args, model, got, renaming)
         if d is not None:
             return d, i + 1

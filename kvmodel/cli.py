@@ -240,39 +240,6 @@ def cmd_bmc(args: argparse.Namespace) -> int:
     return EXIT[rep["verdict"]]
 
 
-def cmd_conform(args: argparse.Namespace) -> int:
-    """Differential conformance: the model against a real implementation."""
-    try:
-        _, t = components.target(args.target)
-    except components.UnknownComponent as e:
-        raise UsageError(e.detail) from None
-    if args.revision is not None and args.revision not in t.revisions:
-        raise UsageError(
-            f"--revision: {t.name} has revisions {', '.join(t.revisions) or 'none'}, got {args.revision!r}"
-        )
-    why = t.available()
-    if why is not None:
-        print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
-        return 2
-    with Progress(f"conform {t.name}") as bar:
-        out = t.run(
-            workloads=args.workloads,
-            seed=args.seed,
-            max_ops=args.max_ops,
-            revision=args.revision,
-            progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
-        )
-    if args.out and (path := t.write_counterexample(out, args.out, args.seed)):
-        out["counterexample_path"] = path
-    out["verdict"] = "violation" if out["divergences"] else "pass"
-    if args.json:
-        _emit_json(out)
-    else:
-        lines = t.describe(out)
-        print("\n".join([f"{t.name}: {lines[0]}", *lines[1:]]))
-    return EXIT[out["verdict"]]
-
-
 def cmd_vectors(args: argparse.Namespace) -> int:
     from kvmodel import vectors
 
@@ -422,13 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
             z.add_argument("--depth", type=integer(0, 200), default=8, help="steps to unroll, 0 .. 200 (default 8)")
             z.add_argument("--no-induction", action="store_true", help="pure BMC: no 1-induction first")
 
-    tnames = [t.name for _, t in components.targets()]
-    cf = _command(sub, "conform", "the model against a real implementation", cmd_conform, out="where a divergence goes")
-    cf.add_argument("--target", default=tnames[0], help=f"one of {', '.join(tnames)} (default {tnames[0]})")
-    cf.add_argument("--workloads", type=integer(1, 1_000_000), default=200, help="generated workloads (default 200)")
-    cf.add_argument("--seed", type=SEED, default=0)
-    cf.add_argument("--max-ops", type=integer(1, 1000), default=24, help="operations per workload, 1 .. 1000 (24)")
-    cf.add_argument("--revision", help="the model's revision, where the target has several (first: default)")
+    from kvmodel.conform_command import add_parser as add_conform
+
+    add_conform(sub, _command)
 
     mu = _command(sub, "mutants", "the mutation benchmark: seeded bugs against the engines", cmd_mutants)
     mu.add_argument(

@@ -99,21 +99,28 @@ def test_real_panic_messages_are_accepted(component: str) -> None:
     assert api.check_implementation(_RustMessages(component), component, workloads=60).ok
 
 
+class _Spy(api.ModelAdapter):
+    """The model, noting every rejection it makes."""
+
+    def __init__(self, component: str, seen: set[tuple[str, str]]) -> None:
+        super().__init__(component)
+        self.seen = seen
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        out = self.system.step(op, args).observation(None)
+        if "error" in out:
+            self.seen.add((out["error"]["type"], out["error"]["id"]))
+            out["error"] = out["error"]["type"]
+        return out
+
+
 def test_every_rejection_of_every_component_is_in_error_names() -> None:
     """Every error a default run makes the model raise is listed by error_names(component)."""
     for component in API_COMPONENTS:
         names = api.error_names(component)
         seen: set[tuple[str, str]] = set()
 
-        class Spy(api.ModelAdapter):
-            def step(self, op: str, args: Any) -> dict[str, Any]:
-                out = self.system.step(op, args).observation(None)
-                if "error" in out:
-                    seen.add((out["error"]["type"], out["error"]["id"]))
-                    out["error"] = out["error"]["type"]
-                return out
-
-        api.check_implementation(Spy(component), component, workloads=60)
+        api.check_implementation(_Spy(component, seen), component, workloads=60)
         assert seen or set(names) == {"InvalidInput"}, component  # the LRU evictors reject nothing
         for typ, ident in seen:
             assert names.get(typ) == ident or ident in names.values(), (component, typ, ident)

@@ -19,7 +19,7 @@ from kvmodel.systems import Outcome, System, check_config
 class LruSystem(System):
     """One of the two LRU evictors with the exact-LRU ghost monitor."""
 
-    OPS = ("insert", "push_front", "remove", "evict", "len")
+    OPS: tuple[str, ...] = ("insert", "push_front", "remove", "evict", "len")
 
     def __init__(
         self, component: str, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None

@@ -86,9 +86,7 @@ def api_ops() -> tuple[ApiOp, ...]:
         ApiOp("apply_token_block", _on_state(lambda _s, r: {"block": _block(r)})),
         ApiOp("initialize_sequence", _on_state(lambda _s, r: {"page_size": r.randint(0, 3), "salt": r.randint(0, 2)})),
         ApiOp("add_token", _on_state(lambda _s, r: {"token": r.choice(TOKENS)})),
-        ApiOp(
-            "add_tokens", _on_state(lambda _s, r: {"tokens": [r.choice(TOKENS) for _ in range(r.randint(0, 4))]})
-        ),
+        ApiOp("add_tokens", _on_state(lambda _s, r: {"tokens": [r.choice(TOKENS) for _ in range(r.randint(0, 4))]})),
         ApiOp("pop_token", _on_state()),
         ApiOp("pop_tokens", _on_state(lambda _s, r: {"count": r.randint(0, 3)})),
         ApiOp("commit", _on_state(), weight=2),

@@ -1,0 +1,140 @@
+"""``kvmodel conform``: the model against a real implementation — a component's declared targets
+(the real ``RadixTree``, the real mocker, vLLM's ``BlockPool``) or, with ``--target exec``, any
+program speaking the harness protocol (:mod:`kvmodel.harness`, ``docs/harness.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kvmodel import components
+from kvmodel.cliargs import SEED, UsageError, integer, seconds
+from kvmodel.progress import Progress
+from kvmodel.verdicts import EXIT
+
+EXEC = "exec"
+
+
+def add_parser(sub: Any, command: Any) -> None:
+    tnames = [t.name for _, t in components.targets()]
+    cf = command(sub, "conform", "the model against a real implementation", cmd_conform, out="where a divergence goes")
+    cf.add_argument("--target", default=tnames[0], help=f"one of {', '.join([*tnames, EXEC])} (default {tnames[0]})")
+    cf.add_argument("--workloads", type=integer(1, 1_000_000), default=200, help="generated workloads (default 200)")
+    cf.add_argument("--seed", type=SEED, default=0)
+    cf.add_argument("--max-ops", type=integer(1, 1000), default=24, help="operations per workload, 1 .. 1000 (24)")
+    cf.add_argument("--revision", help="the model's revision, where the target has several (first: default)")
+    x = cf.add_argument_group("--target exec: a program speaking the harness protocol, given after --")
+    x.add_argument("--component", help="the component the program implements (required with --target exec)")
+    x.add_argument("--quirks", help="the model compared with: faithful, ideal (default) or Q1,Q2,... (quirk names)")
+    x.add_argument("--step-timeout", type=seconds(), default=10.0, help="seconds per answer (default 10)")
+    cf.add_argument("command", nargs="*", help=argparse.SUPPRESS)
+
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    """Differential conformance: the model against a real implementation."""
+    if args.target == EXEC:
+        return _exec(args)
+    if args.command or args.component or args.quirks:
+        raise UsageError("a command, --component and --quirks go with --target exec")
+    try:
+        _, t = components.target(args.target)
+    except components.UnknownComponent as e:
+        raise UsageError(f"{e.detail[:-1]}, {EXEC})" if e.detail.endswith(")") else e.detail) from None
+    if args.revision is not None and args.revision not in t.revisions:
+        raise UsageError(
+            f"--revision: {t.name} has revisions {', '.join(t.revisions) or 'none'}, got {args.revision!r}"
+        )
+    why = t.available()
+    if why is not None:
+        print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
+        return 2
+    with Progress(f"conform {t.name}") as bar:
+        out = t.run(
+            workloads=args.workloads,
+            seed=args.seed,
+            max_ops=args.max_ops,
+            revision=args.revision,
+            progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
+        )
+    if args.out and (path := t.write_counterexample(out, args.out, args.seed)):
+        out["counterexample_path"] = path
+    out["verdict"] = "violation" if out["divergences"] else "pass"
+    if args.json:
+        sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    else:
+        lines = t.describe(out)
+        print("\n".join([f"{t.name}: {lines[0]}", *lines[1:]]))
+    return EXIT[out["verdict"]]
+
+
+def _quirks(args: argparse.Namespace, component: str) -> tuple[Any, str | None]:
+    if args.quirks is not None and args.revision is not None:
+        raise UsageError("--quirks and --revision are exclusive")
+    if args.revision is not None:
+        from kvmodel.model.quirks import revision
+
+        revision(component, args.revision)  # an unknown revision: one line
+        return (), args.revision
+    q = (args.quirks or "ideal").strip()
+    if q == "ideal":
+        return (), None
+    if q == "faithful":
+        return "faithful", None
+    from kvmodel.model.quirks import quirks_of
+
+    names = [n.strip() for n in q.split(",") if n.strip()]
+    known = {qq.name for qq in quirks_of(component)}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise UsageError(f"--quirks: {bad[0]!r} is not a quirk of {component} (known: {', '.join(sorted(known))})")
+    return names, None
+
+
+def _exec(args: argparse.Namespace) -> int:
+    from kvmodel import api
+    from kvmodel.harness import ExecAdapter, HarnessError
+
+    if not args.component:
+        raise UsageError("--target exec needs --component NAME")
+    if not args.command:
+        raise UsageError("--target exec needs the program to run after -- (e.g. -- ./my_impl --flag)")
+    try:
+        comp = components.get(args.component, lambda c: c.api_space, "component with a workload generator")
+    except components.UnknownComponent as e:
+        raise UsageError(e.detail) from None
+    quirks, rev = _quirks(args, comp.name)
+    adapter = ExecAdapter(args.command, step_timeout=args.step_timeout)
+    try:
+        adapter.start()
+        with Progress(f"conform exec {comp.name}"):
+            rep = api.check_implementation(
+                adapter,
+                comp.name,
+                quirks=quirks,
+                revision=rev,
+                workloads=args.workloads,
+                max_steps=args.max_ops,
+                seed=args.seed,
+                step_timeout=None,  # the harness times each answer itself and recovers
+            )
+    except HarnessError as e:
+        print(f"kvmodel conform: {e}", file=sys.stderr)
+        return 2
+    finally:
+        adapter.close()
+    out = rep.to_json()
+    out.update(target=EXEC, command=list(args.command), restarts=max(0, adapter.starts - 1))
+    if rep.trace is not None and args.out:
+        path = Path(args.out) / f"conform-exec-{comp.name}-seed{args.seed}.json"
+        rep.write_trace(path)
+        out["trace"] = str(path)
+    if args.json:
+        sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    else:
+        print(rep.explain())
+        if out.get("trace"):
+            print(f"trace: {out['trace']} (kvmodel show / kvmodel replay read it)")
+    return EXIT[rep.verdict]
