@@ -22,6 +22,19 @@ BUGS = {
     "destroy_drops_all_references": "Destroy frees a block even when others still hold it",
     "no_rollback_on_full": "a Use that runs out of space keeps the blocks it already took",
     "evict_most_recent": "the LRU evicts the most recently freed block",
+    "partial_anywhere": "a Use may hold a partial block before its last entry",
+    "full_one_early": "the pool counts itself full one block early",
+    "evict_silently": "an evicted block announces no Remove",
+    "store_without_parent": "a Store never names its parent",
+    "reuse_keeps_cached_copy": "a Use of a cached block leaves it in the LRU as well",
+    "deref_caches_partials": "a released partial block goes to the LRU like a full one",
+    "destroy_silently": "a destroyed full block announces no Remove",
+    "promote_keeps_partial": "Promote leaves the partial block behind",
+    "promote_store_without_parent": "the Store of a Promote never names its parent",
+    "probe_counts_resident": "probe_new_blocks counts the blocks that are already there",
+    "prefill_without_block_size": "get_prefill_cost subtracts one token per cached block",
+    "capacity_counts_active_only": "current_capacity leaves the cached blocks out",
+    "inactive_off_by_one": "num_inactive_blocks is one short when anything is cached",
 }
 
 
@@ -61,7 +74,7 @@ class MyKvManager:
     # -- operations
     def acquire(self, blocks: list[Block]) -> bool:
         """Take a reference on each block, allocating (and evicting) as needed; False when full."""
-        if any(b[0] == "P" for b in blocks[:-1]):
+        if any(b[0] == "P" for b in blocks[:-1]) and self.bug != "partial_anywhere":
             raise Rejected("PartialNotLast")
         snap = self._snapshot()
         runs: list[tuple[int | None, list[int]]] = []
@@ -72,17 +85,18 @@ class MyKvManager:
                 prev_was_new_full = False
                 continue
             if b in self.lru:
-                del self.lru[b]
+                if self.bug != "reuse_keeps_cached_copy":
+                    del self.lru[b]
                 self.refs[b] = 1
                 prev_was_new_full = False
                 continue
-            if self.used() >= self.capacity:
+            if self.used() >= self.capacity - (self.bug == "full_one_early"):
                 if not self.lru:
                     if self.bug != "no_rollback_on_full":
                         self._restore(snap)
                     return False
                 victim, _ = self.lru.popitem(last=self.bug == "evict_most_recent")
-                if victim[0] == "F":
+                if victim[0] == "F" and self.bug != "evict_silently":
                     self._emit("Remove", [victim[1]])
             self.refs[b] = 1
             if b[0] == "F":
@@ -90,7 +104,8 @@ class MyKvManager:
                     runs[-1][1].append(b[1])
                 else:
                     before = blocks[i - 1] if i else None
-                    runs.append((before[1] if before and before[0] == "F" else None, [b[1]]))
+                    parent = before[1] if before and before[0] == "F" else None
+                    runs.append((None if self.bug == "store_without_parent" else parent, [b[1]]))
             prev_was_new_full = b[0] == "F"
         for parent, run in runs:
             self._emit("Store", run, parent)
@@ -108,7 +123,7 @@ class MyKvManager:
                 self.refs[b] -= 1
                 continue
             del self.refs[b]
-            if b[0] == "F":
+            if b[0] == "F" and self.bug != "destroy_silently":
                 gone.append(b[1])
         self._emit("Remove", gone[::-1])
 
@@ -122,7 +137,7 @@ class MyKvManager:
             self.refs[b] -= 1
             if self.refs[b] == 0:
                 del self.refs[b]
-                if b[0] == "F":
+                if b[0] == "F" or self.bug == "deref_caches_partials":
                     self.lru[b] = None
 
     def promote(self, uuid: str, seq_hash: int, parent: int | None) -> None:
@@ -134,19 +149,21 @@ class MyKvManager:
         if parent is not None and (parent == seq_hash or not resident(parent)):
             raise Rejected("PromoteParentUnknown")
         was_resident = resident(seq_hash)
-        self.refs[full] = self.refs.get(full, 0) + self.refs.pop(partial)
+        count = self.refs[partial] if self.bug == "promote_keeps_partial" else self.refs.pop(partial)
+        self.refs[full] = self.refs.get(full, 0) + count
         self.lru.pop(full, None)
         if not was_resident:
-            self._emit("Store", [seq_hash], parent)
+            self._emit("Store", [seq_hash], None if self.bug == "promote_store_without_parent" else parent)
 
     def count_new(self, blocks: list[Block]) -> int:
         """How many of the listed blocks are not in the pool (in use or cached)."""
-        return sum(1 for b in blocks if b not in self.refs and b not in self.lru)
+        new = sum(1 for b in blocks if b not in self.refs and b not in self.lru)
+        return len(blocks) - new if self.bug == "probe_counts_resident" else new
 
     def prefill_cost(self, blocks: list[Block], tokens: int, block_size: int) -> dict[str, int]:
         """Blocks to allocate and tokens to compute for a prompt of ``tokens`` over ``blocks``."""
         new = self.count_new(blocks)
-        left = tokens - (len(blocks) - new) * block_size
+        left = tokens - (len(blocks) - new) * (1 if self.bug == "prefill_without_block_size" else block_size)
         if left < 0:
             raise Rejected("SubtractOverflow")  # usize arithmetic in the real code
         return {"new_blocks": new, "new_tokens": left}
@@ -200,11 +217,11 @@ class MyAdapter:
             elif op == "get_prefill_cost":
                 out = p.prefill_cost(_blocks(args["unique_blocks"]), args["num_input_tokens"], self.block_size)
             elif op == "current_capacity":
-                out = p.used()
+                out = len(p.refs) if self.bug == "capacity_counts_active_only" else p.used()
             elif op == "num_active_blocks":
                 out = len(p.refs)
             elif op == "num_inactive_blocks":
-                out = len(p.lru)
+                out = max(0, len(p.lru) - 1) if self.bug == "inactive_off_by_one" else len(p.lru)
             else:
                 raise ValueError(f"unsupported operation {op}")
         except Rejected as e:

@@ -1,0 +1,188 @@
+"""The implementation-mutation benchmark (issue 23): planted one-line bugs in example
+implementations written the way users write them, each checked by
+:func:`kvmodel.api.check_implementation` at its default settings.
+
+* ``examples/my_kv_manager.py`` (the mocker's KV manager, ideal model), ``examples/my_lru.py``
+  (the LRU evictor, counter and wall-clock components) and the C evictor of
+  ``examples/harness/lru_counter.c`` over the harness (``kvmodel conform --target exec``).
+* For every bug: caught or not, the workloads generated until the first divergence
+  (time-to-catch in workloads), the seconds of the whole check (generation, shrinking included)
+  and the shrunk counterexample's length.
+* **Peer**: the same checks with the generator of kvmodel 0.x before issue 23 — one pick among
+  the explorer's moves and the fixed queries, uniformly (reimplemented below) — in the same run.
+
+Writes ``benchmarks/results/planted_bugs.json``. Usage: ``python benchmarks/planted_bugs.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kvmodel import api, harness
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "planted_bugs.json"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# the queries the old generator drew (the only operations besides the explorer's moves)
+_OLD_QUERIES = {
+    "kv_manager": [("current_capacity", {}), ("num_active_blocks", {}), ("num_inactive_blocks", {})],
+    "lru_evictor_counter": [("len", {})],
+    "lru_evictor_wallclock": [("len", {})],
+}
+
+
+def old_concrete(
+    component: str, config: dict[str, Any], quirks: Sequence[str], picks: Sequence[int], sp: Any
+) -> list[tuple[str, Any]]:
+    """The generator before issue 23: a pick is one of all moves and queries, uniformly; an odd
+    pick looks by a stride for a move the model accepts."""
+    queries = _OLD_QUERIES.get(component, [])
+    moves = sp.moves()
+    s = sp.system(config, quirks)
+    ops: list[tuple[str, Any]] = []
+    total = len(moves) + len(queries)
+    for pick in picks:
+        n = (pick >> 1) % total
+        if n >= len(moves):
+            ops.append(queries[n - len(moves)])
+            continue
+        chosen = None
+        for k in range(64 if pick & 1 else 1):
+            m = moves[(n + 97 * k) % len(moves)]
+            if not sp.allows(s, m):
+                continue
+            op, decoded, args = sp.concrete(s, m)
+            if op is None or args is None:
+                continue
+            if pick & 1 and s.clone().apply(op, decoded).error is not None:
+                continue
+            chosen = (op, decoded, args)
+            break
+        if chosen is None:
+            continue
+        s.apply(chosen[0], chosen[1])
+        ops.append((chosen[0], chosen[2]))
+    return ops
+
+
+def cases() -> list[tuple[str, str, str, Any]]:
+    """(implementation, component, bug, adapter factory)."""
+    kv, lru = _load("my_kv_manager"), _load("my_lru")
+    out: list[tuple[str, str, str, Any]] = []
+    for bug in kv.BUGS:
+        out.append(("my_kv_manager.py", "kv_manager", bug, lambda b=bug: kv.MyAdapter(b)))
+    for bug in lru.BUGS:
+        comp = "lru_evictor_counter" if bug == "push_front_to_back" or len(out) % 2 else "lru_evictor_wallclock"
+        out.append(("my_lru.py", comp, bug, lambda b=bug: lru.MyLruAdapter(b)))
+    return out
+
+
+def _c_binary(tmp: Path) -> Path | None:
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        return None
+    exe = tmp / "lru_counter"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(ROOT / "examples/harness/lru_counter.c")], check=True)
+    return exe
+
+
+def run_one(component: str, make: Any) -> dict[str, Any]:
+    adapter = make()
+    t0 = time.perf_counter()
+    try:
+        rep = api.check_implementation(adapter, component, step_timeout=None)
+    finally:
+        if hasattr(adapter, "close"):
+            adapter.close()
+    return {
+        "caught": not rep.ok,
+        "workloads_to_catch": rep.workloads if not rep.ok else None,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "shrunk_length": len(rep.ops or []) if not rep.ok else None,
+        "kind": rep.divergence.what if rep.divergence else None,
+    }
+
+
+def main() -> int:
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        all_cases = cases()
+        exe = _c_binary(Path(tmp))
+        if exe is not None:
+            all_cases.append(
+                (
+                    "harness/lru_counter.c",
+                    "lru_evictor_counter",
+                    "evict_newest",
+                    lambda: harness.ExecAdapter([str(exe), "--bug", "evict_newest"]),
+                )
+            )
+        for impl, comp, bug, make in all_cases:
+            new = run_one(comp, make)
+            saved = api._concrete
+            api._concrete = old_concrete  # type: ignore[assignment]
+            try:
+                old = run_one(comp, make)
+            finally:
+                api._concrete = saved  # type: ignore[assignment]
+            rows.append({"implementation": impl, "component": comp, "bug": bug, "kvmodel": new, "peer": old})
+            print(
+                f"{impl:24} {comp:22} {bug:30} caught {new['caught']!s:5} after {new['workloads_to_catch']} "
+                f"workloads, shrunk to {new['shrunk_length']}; peer caught {old['caught']}",
+                flush=True,
+            )
+    caught = sum(r["kvmodel"]["caught"] for r in rows)
+    peer = sum(r["peer"]["caught"] for r in rows)
+    both = [r for r in rows if r["kvmodel"]["caught"] and r["peer"]["caught"]]
+    summary = {
+        "bugs": len(rows),
+        "caught": caught,
+        "peer_caught": peer,
+        "median_workloads_to_catch": sorted(r["kvmodel"]["workloads_to_catch"] for r in rows if r["kvmodel"]["caught"])[
+            caught // 2
+        ]
+        if caught
+        else None,
+        "max_shrunk_length": max((r["kvmodel"]["shrunk_length"] or 0) for r in rows),
+        "seconds": round(sum(r["kvmodel"]["seconds"] for r in rows), 1),
+        "peer_seconds": round(sum(r["peer"]["seconds"] for r in rows), 1),
+        "workloads_ratio_on_bugs_both_catch": round(
+            sum(r["peer"]["workloads_to_catch"] for r in both)
+            / max(1, sum(r["kvmodel"]["workloads_to_catch"] for r in both)),
+            2,
+        ),
+    }
+    doc = {
+        "benchmark": "planted bugs in example implementations, check_implementation at default settings",
+        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+        "summary": summary,
+        "rows": rows,
+    }
+    OUT.write_text(json.dumps(doc, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+    return 0 if caught == len(rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
