@@ -241,6 +241,6 @@ class MyAdapter:
 if __name__ == "__main__":
     from kvmodel.api import check_implementation
 
-    print(check_implementation(MyAdapter(), "kv_manager", workloads=300).explain())
+    print(check_implementation(MyAdapter(), "kv_manager").explain())
     for bug in BUGS:
-        print(check_implementation(MyAdapter(bug), "kv_manager", workloads=300).explain())
+        print(check_implementation(MyAdapter(bug), "kv_manager").explain())

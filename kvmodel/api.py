@@ -38,7 +38,16 @@ from kvmodel import determinism, traces
 from kvmodel.model.errors import InvalidInput
 from kvmodel.systems import make_system
 
-__all__ = ["Adapter", "DiffReport", "Divergence", "ModelAdapter", "check_implementation", "error_names", "operations"]
+__all__ = [
+    "Adapter",
+    "DiffReport",
+    "Divergence",
+    "ModelAdapter",
+    "check_implementation",
+    "error_names",
+    "operations",
+    "workload_space",
+]
 
 
 class Adapter(Protocol):
@@ -81,7 +90,28 @@ def _component(component: str) -> Any:
 
 def _space(component: str, space: Any | None) -> Any:
     """The workload world: the caller's, or the component's (``kvmodel.components``)."""
-    return space if space is not None else _component(component).api_space()
+    base = _component(component).api_space()
+    if space is not None and type(space) is not type(base):
+        raise ValueError(
+            f"space for {component} must be a {type(base).__name__} (kvmodel.api.workload_space), got {space!r:.80}"
+        )
+    return space if space is not None else base
+
+
+def workload_space(component: str, **fields: Any) -> Any:
+    """The world workloads are drawn from (``check_implementation(space=...)``): the component's
+    default API world with ``fields`` changed. Its type and fields (their defaults for the API) are
+    listed per component in ``docs/contracts.md``; an unknown field is a ``ValueError`` naming the
+    known ones."""
+    base = _component(component).api_space()
+    known = [f.name for f in attrs.fields(type(base))]
+    for k in fields:
+        if k not in known:
+            raise ValueError(f"{component}: unknown workload-space field {k!r} (known: {', '.join(known)})")
+    try:
+        return attrs.evolve(base, **fields)
+    except InvalidInput as e:
+        raise ValueError(f"{component}: {e.detail or e}") from None
 
 
 def error_names(component: str | None = None) -> dict[str, str]:

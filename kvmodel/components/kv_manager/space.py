@@ -18,7 +18,11 @@ from kvmodel.systems import System
 
 @attrs.frozen
 class KvSpace:
-    """The bounded universe and action set explored for the KV manager."""
+    """The KV manager's bounded world: ``n_full`` full blocks (hashes 0 .. n_full-1), ``partials``
+    partial blocks (``p0`` ..), Use / Deref / Destroy of lists of up to ``max_batch`` blocks, every
+    Promote of a partial to a hash with any parent, and no reference count above ``max_refcount``.
+
+    The explorer and the differential check both draw their moves from it."""
 
     n_full: int = 3
     partials: int = 1
