@@ -272,7 +272,11 @@ text{font:12px monospace} .head{font-weight:bold} .op{fill:#124} .res{fill:#555}
 
 
 def page(trace: dict[str, Any], title: str = "kvmodel trace") -> str:
+    from kvmodel import pictures
+
     v = marked(trace)
+    comp = trace.get("component")
+    stream = isinstance(comp, str) and any(c.router_stream for c in components.registered() if comp in c.names)
     head = (
         f'<p class="violation-box">Invariant <code>{html.escape(v["invariant"])}</code> breaks at step '
         f"{v['step'] + 1}: {html.escape(v['message'])}</p>"
@@ -282,11 +286,13 @@ def page(trace: dict[str, Any], title: str = "kvmodel trace") -> str:
     quirks = ", ".join(trace["quirks"]) or "none (ideal model)"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n"
+        f"<title>{html.escape(title)}</title><style>{STYLE}{pictures.STYLE}</style></head><body>\n"
         f"<h1>{html.escape(trace['component'])}: {len(trace['steps'])} step(s)</h1>\n"
         f"<p>Quirks: {html.escape(quirks)}. "
         f"Configuration: <code>{html.escape(_short(trace['config'], 200))}</code></p>\n"
-        f'{head}\n<div class="timeline">\n{_svg(trace)}\n</div>\n'
+        f"{head}\n{pictures.side_by_side(trace)}\n"
+        f'<div class="timeline">\n{_svg(trace)}\n</div>\n'
+        f"{pictures.pools(trace, v, stream)}\n"
         "<p>Re-run with <code>kvmodel replay TRACE</code>.</p>\n</body></html>\n"
     )
 

@@ -12,7 +12,7 @@ from kvmodel import api, components, contracts
 from kvmodel.model.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parents[1]
-NAMES = list(contracts.OPERATIONS)
+NAMES = contracts.names()
 
 
 def test_docs_contracts_md_is_generated_from_the_code() -> None:
@@ -25,20 +25,20 @@ def test_every_component_with_a_workload_generator_has_a_contract() -> None:
 
 @pytest.mark.parametrize("component", NAMES)
 def test_the_documented_operations_are_the_systems(component: str) -> None:
-    assert list(contracts.OPERATIONS[component]) == list(api.operations(component)) or set(
-        contracts.OPERATIONS[component]
+    assert list(contracts.operations(component)) == list(api.operations(component)) or set(
+        contracts.operations(component)
     ) == set(api.operations(component))
 
 
 def _documented(component: str, op: str) -> tuple[set[str], set[str]]:
-    args = contracts.OPERATIONS[component][op][0]
+    args = contracts.operations(component)[op][0]
     return {k for k in args if not k.endswith("?")}, {k[:-1] for k in args if k.endswith("?")}
 
 
 @pytest.mark.parametrize("component", ["g1_native", "g1_kvbm", "kvbm_block_registry"])
 def test_documented_arguments_are_what_the_decoder_accepts(component: str) -> None:
     s = components.get(component).make_system({}, ())
-    for op in contracts.OPERATIONS[component]:
+    for op in contracts.operations(component):
         req, opt = _documented(component, op)
         if hasattr(s, "ARGS"):
             spec = s.ARGS[op]  # type: ignore[attr-defined]
@@ -51,7 +51,7 @@ def test_documented_arguments_are_what_the_decoder_accepts(component: str) -> No
 @pytest.mark.parametrize("component", NAMES)
 def test_an_unknown_argument_key_is_refused(component: str) -> None:
     s = components.get(component).make_system({}, ())
-    for op in contracts.OPERATIONS[component]:
+    for op in contracts.operations(component):
         args: dict[str, object] = {"salt_hash": 1}
         if op == "process":
             args = {"Promote": {"uuid": "p0", "hash": 1, "salt_hash": 1}}

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import pytest
 
-from kvmodel import cli, explorer, graphs, report, traces
+from kvmodel import cli, explorer, graphs, report, show, traces
 from kvmodel.components.lru.space import LruSpace
 from kvmodel.progress import Progress
 from stateful_tests.conftest import require
@@ -296,3 +297,60 @@ def test_headless_chromium_renders_the_report_and_the_highlighted_step(tmp_path:
             # the violating step's box is drawn in the highlight colours (#d33 stroke, #fff0f0 fill)
             assert bytes((0xFF, 0xF0, 0xF0)) in colours
             assert any(c[0] > 0xC0 and c[1] < 0x70 and c[2] < 0x70 for c in colours)
+
+
+def test_headless_chromium_draws_the_pools_and_the_divergence(tmp_path: Path) -> None:
+    """A divergence page: the model's and the implementation's observations side by side, the pools
+    at every step with the named blocks outlined at the divergent step; rendered by Chromium."""
+    import importlib.util
+
+    from kvmodel import api
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    require(chromium is not None, "Chromium is not installed (apt-get install chromium)")
+    assert chromium is not None
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("my_kv_manager_pic", root / "examples" / "my_kv_manager.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["my_kv_manager_pic"] = mod
+    spec.loader.exec_module(mod)
+    rep = api.check_implementation(mod.MyAdapter("evict_silently"), "kv_manager")
+    assert rep.trace is not None and rep.divergence is not None
+    step = rep.divergence.step
+    path = tmp_path / "div.html"
+    path.write_text(show.page(rep.trace))
+    base = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(
+        [*base, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert f'id="pool-{step}" class="pool-step marked"' in dom
+    assert dom.count('class="pool-step') == len(rep.ops or [])
+    assert 'id="divergence"' in dom and "events differ" in dom
+    marked_block = dom.split(f'id="pool-{step}"', 1)[1].split('<div id="pool-', 1)[0]
+    assert "cell active named" in marked_block  # a block the divergent Use names, outlined
+    assert "cell free" in dom and "cell inactive" in dom and "cell view" in dom
+    shot = tmp_path / "div.png"
+    subprocess.run(
+        [*base, "--window-size=1000,2400", f"--screenshot={shot}", path.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    w, h, rows = _png_pixels(shot.read_bytes())
+    bpp = len(rows[0]) // w
+    colours = {rows[y][x : x + 3] for y in range(0, h, 2) for x in range(0, w * bpp, bpp)}
+    assert bytes((0x3A, 0x7B, 0xD5)) in colours  # active cells
+    assert bytes((0xF0, 0xB4, 0x29)) in colours  # inactive cells
+    assert bytes((0xDD, 0x33, 0x33)) in colours  # the named blocks' outline / the marked row
+
+
+@pytest.mark.parametrize("component", ["kvbm_block_registry", "g1_native", "g1_kvbm", "lru_evictor_wallclock"])
+def test_every_component_s_pools_are_drawn(component: str) -> None:
+    from kvmodel import api, components
+
+    ops = api._concrete(component, {}, [], list(range(1, 80, 3)), components.get(component).api_space())
+    t = traces.record(component, {}, [], ops, origin={"engine": "test"}, stop_at_violation=False)
+    page = show.page(t)
+    assert page.count('class="pool-step') == len(ops)
+    assert "cell active" in page or "cell inactive" in page

@@ -99,6 +99,12 @@ def _api_ops() -> tuple[Any, ...]:
     return (const("counts"),)
 
 
+def _contract() -> tuple[Any, str, tuple[str, ...]]:
+    from kvmodel.components.g1_kvbm import contract
+
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+
+
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, KVBM backend",
@@ -117,6 +123,7 @@ COMPONENT = Component(
     ),
     api_space=lambda: _space(owners=3, prompts=5, pushes=2, decode=2),
     api_ops=_api_ops,
+    contract=_contract,
     api_weights={"decode_push": 8, "allocate": 4, "push": 4},
     vectors=_vectors,
     invariants=_invariants,

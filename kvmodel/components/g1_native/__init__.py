@@ -114,6 +114,12 @@ def _api_ops() -> tuple[Any, ...]:
     return (const("counts"),)
 
 
+def _contract() -> tuple[Any, str, tuple[str, ...]]:
+    from kvmodel.components.g1_native import contract
+
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+
+
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, native backend",
@@ -129,6 +135,7 @@ COMPONENT = Component(
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=6),
     api_space=lambda: _space(owners=3, prompts=3, pushes=3, decode=2),
     api_ops=_api_ops,
+    contract=_contract,
     api_weights={"deref_in_order": 4, "allocate": 4, "push": 4},
     conform=(MOCKER, VLLM_POOL),
     vectors=_vectors,

@@ -125,6 +125,12 @@ def _api_ops() -> tuple[Any, ...]:
     return workload.api_ops()
 
 
+def _contract() -> tuple[Any, str, tuple[str, ...]]:
+    from kvmodel.components.kv_manager import contract
+
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+
+
 COMPONENT = Component(
     name=NAME,
     title="mocker KV manager, single-file era",
@@ -139,6 +145,7 @@ COMPONENT = Component(
     profile=CheckProfile(explore=World({"max_capacity": 2}, SMALL), bmc_depth=6),
     api_space=lambda: _space(n_full=4, partials=1, max_batch=3, max_refcount=3),
     api_ops=_api_ops,
+    contract=_contract,
     # a pool fills and evicts only through Use and Deref: they get most picks
     api_weights={"Use": 6, "Deref": 4},
     agreement=_agreement,

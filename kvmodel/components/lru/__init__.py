@@ -147,6 +147,15 @@ def _api_ops() -> tuple[Any, ...]:
     return (const("len"),)
 
 
+def _contract(name: str) -> Callable[[], tuple[Any, str, tuple[str, ...]]]:
+    def load() -> tuple[Any, str, tuple[str, ...]]:
+        from kvmodel.components.lru import contract
+
+        return contract.OPERATIONS[name], contract.EVENTS[name], contract.MODULES[name]
+
+    return load
+
+
 def _component(name: str, title: str, universe: dict[str, Any]) -> Component:
     return Component(
         name=name,
@@ -165,6 +174,7 @@ def _component(name: str, title: str, universe: dict[str, Any]) -> Component:
         ),
         api_space=lambda: _space(name)(objects=3, max_queue=8),
         api_ops=_api_ops,
+        contract=_contract(name),
         agreement=_agreement(name),
         vectors=_vectors(name),
         mutants=_mutants(name),

@@ -120,6 +120,12 @@ def _api_ops() -> tuple[Any, ...]:
     return workload.api_ops()
 
 
+def _contract() -> tuple[Any, str, tuple[str, ...]]:
+    from kvmodel.components.registry import contract
+
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+
+
 COMPONENT = Component(
     name=NAME,
     title="KVBM block registry",
@@ -135,6 +141,7 @@ COMPONENT = Component(
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=8),
     api_space=lambda: _space(hashes=2, states=3, publish_handles=2, arcs=1, publishers=2, max_pending=3, shared=True),
     api_ops=_api_ops,
+    contract=_contract,
     renamed_fields=("handle",),
     vectors=_vectors,
     mutants=_mutants,
