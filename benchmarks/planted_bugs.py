@@ -3,13 +3,15 @@ implementations written the way users write them, each checked by
 :func:`kvmodel.api.check_implementation` at its default settings.
 
 * ``examples/my_kv_manager.py`` (the mocker's KV manager, ideal model), ``examples/my_lru.py``
-  (the LRU evictor, counter and wall-clock components) and the C evictor of
+  (the LRU evictor, counter and wall-clock components), ``examples/my_registry.py`` (the KVBM block
+  registry of dynamo-llm 1.0.2, ideal model) and the C evictor of
   ``examples/harness/lru_counter.c`` over the harness (``kvmodel conform --target exec``).
 * For every bug: caught or not, the workloads generated until the first divergence
   (time-to-catch in workloads), the seconds of the whole check (generation, shrinking included)
   and the shrunk counterexample's length.
-* **Peer**: the same checks with the generator of kvmodel 0.x before issue 23 — one pick among
-  the explorer's moves and the fixed queries, uniformly (reimplemented below) — in the same run.
+* **Peer**: the same checks with the generator before issue 23 — one pick among the explorer's
+  moves and the fixed queries, uniformly, 30-step workloads (reimplemented below) — in the same
+  run.
 
 Writes ``benchmarks/results/planted_bugs.json``. Usage: ``python benchmarks/planted_bugs.py``.
 """
@@ -88,13 +90,15 @@ def old_concrete(
 
 def cases() -> list[tuple[str, str, str, Any]]:
     """(implementation, component, bug, adapter factory)."""
-    kv, lru = _load("my_kv_manager"), _load("my_lru")
+    kv, lru, reg = _load("my_kv_manager"), _load("my_lru"), _load("my_registry")
     out: list[tuple[str, str, str, Any]] = []
     for bug in kv.BUGS:
         out.append(("my_kv_manager.py", "kv_manager", bug, lambda b=bug: kv.MyAdapter(b)))
     for bug in lru.BUGS:
         comp = "lru_evictor_counter" if bug == "push_front_to_back" or len(out) % 2 else "lru_evictor_wallclock"
         out.append(("my_lru.py", comp, bug, lambda b=bug: lru.MyLruAdapter(b)))
+    for bug in reg.BUGS:
+        out.append(("my_registry.py", "kvbm_block_registry", bug, lambda b=bug: reg.MyRegistryAdapter(b)))
     return out
 
 
@@ -107,11 +111,11 @@ def _c_binary(tmp: Path) -> Path | None:
     return exe
 
 
-def run_one(component: str, make: Any) -> dict[str, Any]:
+def run_one(component: str, make: Any, max_steps: int | None = None) -> dict[str, Any]:
     adapter = make()
     t0 = time.perf_counter()
     try:
-        rep = api.check_implementation(adapter, component, step_timeout=None)
+        rep = api.check_implementation(adapter, component, step_timeout=None, max_steps=max_steps)
     finally:
         if hasattr(adapter, "close"):
             adapter.close()
@@ -143,7 +147,7 @@ def main() -> int:
             saved = api._concrete
             api._concrete = old_concrete  # type: ignore[assignment]
             try:
-                old = run_one(comp, make)
+                old = run_one(comp, make, max_steps=30)
             finally:
                 api._concrete = saved  # type: ignore[assignment]
             rows.append({"implementation": impl, "component": comp, "bug": bug, "kvmodel": new, "peer": old})

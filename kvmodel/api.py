@@ -79,6 +79,12 @@ class ModelAdapter:
         return obs
 
 
+def _default_name() -> str:
+    from kvmodel import components
+
+    return components.default().name
+
+
 def _component(component: str) -> Any:
     from kvmodel import components
 
@@ -426,7 +432,7 @@ def check_implementation(
     config: dict[str, Any] | None = None,
     quirks: Sequence[str] = (),
     workloads: int = 200,
-    max_steps: int = 30,
+    max_steps: int | None = None,
     seed: int = 0,
     space: Any | None = None,
     revision: str | None = None,
@@ -451,6 +457,8 @@ def check_implementation(
     from kvmodel.model.quirks import faithful
     from kvmodel.model.quirks import revision as named_revision
 
+    if max_steps is None:
+        max_steps = _component(component or _default_name()).api_steps
     for name, v, lo in (("workloads", workloads, 1), ("max_steps", max_steps, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{name} must be an integer of at least {lo}, got {v!r}")

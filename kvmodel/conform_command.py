@@ -24,7 +24,11 @@ def add_parser(sub: Any, command: Any) -> None:
     cf.add_argument("--target", default=tnames[0], help=f"one of {', '.join([*tnames, EXEC])} (default {tnames[0]})")
     cf.add_argument("--workloads", type=integer(1, 1_000_000), default=200, help="generated workloads (default 200)")
     cf.add_argument("--seed", type=SEED, default=0)
-    cf.add_argument("--max-ops", type=integer(1, 1000), default=24, help="operations per workload, 1 .. 1000 (24)")
+    cf.add_argument(
+        "--max-ops",
+        type=integer(1, 1000),
+        help="operations per workload, 1 .. 1000 (default 24; with --target exec the component's, 30 or 80)",
+    )
     cf.add_argument("--revision", help="the model's revision, where the target has several (first: default)")
     x = cf.add_argument_group("--target exec: a program speaking the harness protocol, given after --")
     x.add_argument("--component", help="the component the program implements (required with --target exec)")
@@ -55,7 +59,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         out = t.run(
             workloads=args.workloads,
             seed=args.seed,
-            max_ops=args.max_ops,
+            max_ops=args.max_ops or 24,
             revision=args.revision,
             progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
         )

@@ -79,6 +79,25 @@ def test_each_bug_planted_in_the_lru_example_is_caught_at_default_settings(bug: 
         assert not rep.ok and rep.ops is not None and len(rep.ops) <= 6, (component, rep.explain())
 
 
+REG = _example("my_registry")
+
+
+def test_the_registry_example_conforms() -> None:
+    rep = api.check_implementation(REG.MyRegistryAdapter(), "kvbm_block_registry")
+    assert rep.ok, rep.explain()
+    assert set(api.operations("kvbm_block_registry")) <= set(rep.op_counts)
+
+
+# the cheaper half of the registry's planted bugs (benchmarks/planted_bugs.py checks all ten)
+@pytest.mark.parametrize(
+    "bug", ["take_handle_forgets", "add_tokens_returns_count", "pop_tokens_what_it_can", "drop_publisher_silently"]
+)
+def test_bugs_planted_in_the_registry_example_are_caught_at_default_settings(bug: str) -> None:
+    rep = api.check_implementation(REG.MyRegistryAdapter(bug), "kvbm_block_registry")
+    assert not rep.ok and rep.ops is not None and rep.trace is not None
+    assert traces.replay(rep.trace).divergence is None
+
+
 def test_errors_are_matched_by_type_or_panic_message() -> None:
     class Adapter:
         name = "by message"

@@ -157,6 +157,9 @@ class Component:
     # move kinds drawn more (or less) often than the default (``kvmodel.workloads.MOVE_WEIGHT``):
     # those that need a long set-up to be enabled
     api_weights: Mapping[str, int] = attrs.field(factory=dict, converter=_as_dict)
+    # the longest workload by default (``check_implementation(max_steps=None)``): worlds whose
+    # observable effects need long set-ups get longer workloads
+    api_steps: int = 30
     # event fields that hold the model's own numbering of objects (the registry's handle ids):
     # compared up to a one-to-one renaming kept over a run (``kvmodel.api.Renaming``)
     renamed_fields: tuple[str, ...] = ()

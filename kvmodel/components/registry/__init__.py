@@ -141,6 +141,11 @@ COMPONENT = Component(
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=8),
     api_space=lambda: _space(hashes=2, states=3, publish_handles=2, arcs=1, publishers=2, max_pending=3, shared=True),
     api_ops=_api_ops,
+    # publication and the unregister task need several handles and drops first: drawn more
+    # a re-registration seen by the unregister task, a publish of several taken handles, a
+    # salted commit announced: 8-12 steps of set-up each, reached in 80-step workloads
+    api_steps=80,
+    api_weights={"register": 4, "take": 3, "publish": 3, "drain": 3, "drop": 3},
     contract=_contract,
     renamed_fields=("handle",),
     vectors=_vectors,

@@ -82,14 +82,18 @@ def _new_registry(s: Any, rnd: random.Random) -> Any:
 
 def api_ops() -> tuple[ApiOp, ...]:
     return (
-        ApiOp("new_state", _new_state),
+        ApiOp("new_state", _new_state, weight=3),
         ApiOp("apply_token_block", _on_state(lambda _s, r: {"block": _block(r)})),
-        ApiOp("initialize_sequence", _on_state(lambda _s, r: {"page_size": r.randint(0, 3), "salt": r.randint(0, 2)})),
+        ApiOp(
+            "initialize_sequence",
+            _on_state(lambda _s, r: {"page_size": r.randint(0, 3), "salt": r.randint(0, 2)}),
+            weight=3,
+        ),
         ApiOp("add_token", _on_state(lambda _s, r: {"token": r.choice(TOKENS)})),
         ApiOp("add_tokens", _on_state(lambda _s, r: {"tokens": [r.choice(TOKENS) for _ in range(r.randint(0, 4))]})),
         ApiOp("pop_token", _on_state()),
-        ApiOp("pop_tokens", _on_state(lambda _s, r: {"count": r.randint(0, 3)})),
-        ApiOp("commit", _on_state(), weight=2),
+        ApiOp("pop_tokens", _on_state(lambda _s, r: {"count": r.randint(0, 3)}), weight=2),
+        ApiOp("commit", _on_state(), weight=3),
         ApiOp("state_query", _on_state(lambda _s, r: {"query": r.choice(Registry.STATE_QUERIES)})),
         ApiOp("create_publish_handle", _publish_handle),
         ApiOp("is_registered", _is_registered, weight=2),
