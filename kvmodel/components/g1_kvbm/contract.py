@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
+from kvmodel.components.g1_native.contract import OPERATIONS as NATIVE
+
+# the facade's operations both backends share (as the native backend's contract has them), then
+# the KVBM system's own and those whose arguments differ
+_SHARED = ("push", "free", "reserve_decode", "release_decode", "activate_destination", "cancel_destination", "counts")
+
 # operation -> (arguments: name -> type, '?' marking an optional one; what `returns` holds)
 OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
+    **{op: NATIVE[op] for op in _SHARED},
     "new_request": (
         {"owner": "u63", "tokens": "[u32] (at most 4096)", "caching?": "boolean"},
         "`null`; `caching` false gives random hashes",
     ),
-    "push": ({"owner": "u63", "token": "u32"}, "the signals' results, one per signal the token caused (list)"),
-    "free": ({"owner": "u63"}, "the terminal Deref's result (`Ready(n)`)"),
-    "reserve_decode": ({"count": "usize"}, "`Ready`, or `CapacityExhausted`"),
-    "release_decode": ({}, "`null`; the oldest outstanding decode reservation goes back"),
     "reserve_destination": (
         {"owner": "u63", "tokens": "[u32]", "caching?": "boolean"},
         "`{transferable_prompt_tokens, uncached_prompt_tokens}`, or `CapacityExhausted`",
     ),
-    "activate_destination": ({"owner": "u63"}, "`null`; the transfer landed: the request runs"),
-    "cancel_destination": ({"owner": "u63"}, "`null`; the reservation goes back"),
-    "counts": ({}, "`{num_active_blocks, num_inactive_blocks, num_active_block_refs}`"),
     "allocate": ({"owner": "u63"}, "`Ready(n)` or `CapacityExhausted`"),
     "decode_push": ({"owner": "u63", "token": "u32"}, "as `push`, through the outstanding decode reservation"),
     "resend": ({"owner": "u63"}, "the Use's result: the request's held blocks named again"),
