@@ -201,7 +201,11 @@ class DiffReport:
 
     @property
     def verdict(self) -> str:
-        return "pass" if self.ok else "violation"
+        """``violation`` on any divergence; ``inconclusive`` when no step ran (nothing was
+        compared: never a pass); else ``pass``."""
+        if not self.ok:
+            return "violation"
+        return "pass" if self.steps > 0 else "inconclusive"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -47,6 +47,8 @@ def kvmodel_check(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..
                 f"{rep.explain()}\ncounterexample trace: {path} (kvmodel show {path} --html page.html draws it)",
                 pytrace=False,
             )
+        if rep.verdict != "pass":  # nothing was compared: not a pass
+            pytest.fail(f"{rep.implementation}: no step ran in {rep.workloads} workloads", pytrace=False)
         return rep
 
     return check

@@ -124,3 +124,9 @@ def test_every_rejection_of_every_component_is_in_error_names() -> None:
         assert seen or set(names) == {"InvalidInput"}, component  # the LRU evictors reject nothing
         for typ, ident in seen:
             assert names.get(typ) == ident or ident in names.values(), (component, typ, ident)
+
+
+def test_a_run_that_compared_nothing_is_not_a_pass() -> None:
+    rep = api.DiffReport("x", "kv_manager", {}, [], workloads=3, steps=0)
+    assert rep.ok and rep.verdict == "inconclusive"
+    assert api.DiffReport("x", "kv_manager", {}, [], workloads=3, steps=5).verdict == "pass"
