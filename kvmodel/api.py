@@ -27,8 +27,10 @@ a test. ``docs/api.md`` has a worked example.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -244,17 +246,46 @@ class DiffReport:
 
 SEPARATORS = (":", " ", "(", ",", ".", "\n")
 
+# what Rust's assert! / assert_eq! put before a custom message (std's panic text)
+ASSERT_PREFIXES = ("assertion `left == right` failed: ", "assertion `left != right` failed: ", "assertion failed: ")
+
+
+@lru_cache(maxsize=1024)
+def _template(rid: str) -> re.Pattern[str]:
+    """``rid`` as a pattern: each ``{}`` (a Rust ``{x}``/``{}`` interpolation) stands for any
+    text, and the message may go on after a separator (the runtime data Rust appends)."""
+    body = ".*?".join(re.escape(part) for part in rid.split("{}"))
+    seps = "".join(re.escape(c) for c in SEPARATORS)
+    return re.compile(f"(?:{body})(?:[{seps}].*)?", re.DOTALL)
+
+
+def _strip_assert(text: str) -> str:
+    for p in ASSERT_PREFIXES:
+        if text.startswith(p):
+            return text[len(p) :]
+    return text
+
 
 def same_error(model_err: dict[str, Any], got: Any) -> bool:
     """Whether ``got`` names the model's rejection: its type name (``DestroyNotActive``), its id
-    (the Rust panic message's fixed text), or the real message — the id followed by the runtime
-    data Rust appends (``Missing active block for promotion: PartialBlock(p0). ...``)."""
+    (the Rust panic's format string, ``{}`` where Rust puts runtime data), or the real message —
+    the format string filled in, optionally followed by the data Rust appends after a separator
+    (``Missing active block for promotion: PartialBlock(p0). ...``), with or without the
+    ``assertion failed: `` / ``assertion `left == right` failed: `` prefix std's asserts add."""
     if not isinstance(got, str):
         return False
     if got in (model_err.get("type"), model_err.get("id")):
         return True
     rid = str(model_err.get("id", ""))
-    return bool(rid) and got.startswith(rid) and got[len(rid) : len(rid) + 1] in SEPARATORS
+    if not rid:
+        return False
+    if len(got) > 1_000_000:  # a message this long is not a panic text; no pattern over it
+        got = got[:1_000_000]
+    for want in {rid, _strip_assert(rid)}:
+        for text in {got, _strip_assert(got)}:
+            if _template(want).fullmatch(text):
+                return True
+    return False
 
 
 class Renaming:

@@ -191,8 +191,10 @@ class RefUnderflow(ModelError):
 class NativePanic(ModelError):
     """A panic of the native KV manager or the facade; ``detail`` starts with the Rust message.
 
-    The id is the message's fixed part (e.g. ``"request owns no block table"``), so traces
-    name the failure without the request id."""
+    The id is the Rust format string with ``{}`` where Rust interpolates runtime data (e.g.
+    ``"request {} owns no block table"``), or the whole text of a bare ``assert!`` (``"assertion
+    failed: reusable_prefix_blocks <= blocks.len()"``), so traces name the failure without the
+    request id; ``detail`` is the message with the data filled in."""
 
     id = "native panic"
 

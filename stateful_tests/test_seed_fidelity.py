@@ -299,3 +299,108 @@ def test_a_result_value_matches_by_variant() -> None:
     m.match("Err(BlockRegistrationError::InvalidState)", 'Err(InvalidState("Block is in Reset state"))', "r")
     with pytest.raises(Mismatch):
         m.match("Ok(None)", "Ok(Some(publish_handle))", "r")
+
+
+# -- vllm_backend.rs (request-table revision that the seed's g1_manager.rs calls): found by
+#    reading commit_layout / validate_* / process_promote beside the model
+
+
+def _native(cap: int = 4) -> Any:
+    from kvmodel.model.g1.native import NativeKvManager
+
+    return NativeKvManager(cap, 4, quirks=faithful("g1_native"))
+
+
+def _stored(m: Any) -> list[dict[str, Any]]:
+    return [p.to_json()["data"]["stored"] for p in m.drain_events() if "stored" in p.to_json()["data"]]
+
+
+def test_native_fresh_block_takes_its_local_hash_counted_over_the_prefix() -> None:
+    """``commit_layout``'s ``full_idx`` counts every full block, the reused prefix's included: the
+    fresh block after a reused prefix publishes ``local_hashes[1]``, not ``local_hashes[0]``."""
+    from kvmodel.model.g1.native import Layout
+
+    m = _native()
+    m.use_for_request(1, Layout([FullBlock(7)], [107], None, None))
+    m.finalize_computed_prefix(1, 0, 4)
+    assert [b["tokens_hash"] for s in _stored(m) for b in s["blocks"]] == [107]
+    assert m.use_for_request(2, Layout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)[0] == "Ready"
+    m.finalize_computed_prefix(2, 0, 8)
+    ev = [p.to_json() for p in m.drain_events()]
+    assert [(e["data"]["stored"]["parent_hash"], e["data"]["stored"]["blocks"][0]["tokens_hash"]) for e in ev] == [(7, 108)]
+    assert ev[0]["block_token_ids"] == [[2] * 4]
+
+
+def test_native_destination_partial_splits_the_published_run() -> None:
+    """A destination activation collects one store slot per block: a partial is an empty slot,
+    so the full blocks on either side of it are published as two Stored events."""
+    from kvmodel.model.blocks import PartialBlock
+    from kvmodel.model.g1.native import Layout
+
+    m = _native()
+    res = m.reserve_destination(1, Layout([FullBlock(7), PartialBlock("p"), FullBlock(8)], [], None, None), 12)
+    m.activate_destination(res)
+    assert [(s["parent_hash"], [b["block_hash"] for b in s["blocks"]]) for s in _stored(m)] == [(None, [7]), (7, [8])]
+
+
+def test_native_destination_revalidates_partials_at_activation() -> None:
+    """``activate_destination`` runs ``validate_fresh_partials`` again: a partial UUID another
+    request took since the reservation panics, and nothing is committed."""
+    from kvmodel.model.blocks import PartialBlock
+    from kvmodel.model.g1.native import Layout
+
+    m = _native()
+    res = m.reserve_destination(1, Layout([PartialBlock("p")], [], None, None), 2)
+    m.use_for_request(2, Layout([PartialBlock("p")], [], None, None))
+    before = m.snapshot()
+    with pytest.raises(NativePanic) as e:
+        m.activate_destination(res)
+    assert e.value.id == "partial block {} is already allocated"
+    assert str(e.value.detail) == "partial block p is already allocated"
+    assert m.snapshot() == before
+
+
+def test_native_promote_without_a_table_names_the_request() -> None:
+    """``process_promote``: no table is ``request {id} owns no block table``; only an existing,
+    empty one would be ``Promote requires a request-owned partial tail``."""
+    m = _native()
+    with pytest.raises(NativePanic) as e:
+        m.promote_for_request(3, "p", 9, None)
+    assert e.value.id == "request {} owns no block table"
+
+
+@pytest.mark.parametrize(
+    ("rust", "model_id"),
+    [
+        ("request 0000-00ff owns no block table", "request {} owns no block table"),
+        ("partial block 9b1c is already allocated", "partial block {} is already allocated"),
+        ("assertion `left == right` failed: full-block Deref mismatch\n  left: 1\n right: 2", "full-block Deref mismatch"),
+        ("assertion failed: reusable_prefix_blocks <= blocks.len()", "assertion failed: reusable_prefix_blocks <= blocks.len()"),
+        ("local hashes must be empty or align with full blocks", "local hashes must be empty or align with full blocks"),
+        ("assertion `left == right` failed\n  left: 1\n right: 0", "assertion `left == right` failed"),
+    ],
+)
+def test_rust_panic_texts_match_the_model_ids(rust: str, model_id: str) -> None:
+    """A Rust panic message, runtime data and std's assertion prefix included, names the model's
+    rejection whose id is the format string; a different message does not."""
+    from kvmodel.api import same_error
+
+    assert same_error({"id": model_id, "type": "NativePanic"}, rust)
+    assert not same_error({"id": model_id, "type": "NativePanic"}, "request owns a block table")
+    assert not same_error({"id": model_id, "type": "NativePanic"}, "thread panicked: " + rust)
+    assert not same_error({"id": model_id, "type": "NativePanic"}, rust[: len(rust) // 2])
+
+
+def test_native_panic_ids_are_in_the_contract() -> None:
+    """Every Rust text the native backend raises is in the g1_native error catalogue."""
+    from kvmodel import contracts
+
+    ids = set(contracts.error_catalogue("g1_native").values())
+    for want in (
+        "request {} owns no block table",
+        "partial block {} is already allocated",
+        "token IDs must align with full blocks",
+        "assertion failed: !matches!(parent, Some(UniqueBlock::PartialBlock(_)))",
+        "assertion failed: self.enable_prefix_caching || reusable_prefix_blocks == 0",
+    ):
+        assert want in ids

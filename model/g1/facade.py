@@ -151,7 +151,7 @@ class G1Manager:
             status, n = m.use_for_request(owner, layout_of(sig), reusable_prefix_blocks)
             return f"Ready({n})" if status == READY else status
         if reusable_prefix_blocks != 0:
-            raise NativePanic("only Use may reuse a prefix", f"{reusable_prefix_blocks}")
+            raise NativePanic("assertion `left == right` failed", f"left: {reusable_prefix_blocks}, right: 0")
         if isinstance(sig, G1Deref):
             m.deref_for_request(owner, sig.blocks)
         elif isinstance(sig, G1Promote):

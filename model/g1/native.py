@@ -202,21 +202,21 @@ class NativeKvManager:
     def _validate(self, owner: int, lay: Layout, reusable: int) -> None:
         n_full = lay.fulls()
         if lay.local_hashes and len(lay.local_hashes) != n_full:
-            raise NativePanic("local hashes must align with full blocks", f"{len(lay.local_hashes)} for {n_full}")
+            raise NativePanic("local hashes must be empty or align with full blocks", f"{len(lay.local_hashes)} for {n_full}")
         if lay.token_ids is not None and len(lay.token_ids) != n_full:
-            raise NativePanic("token ids must align with full blocks", f"{len(lay.token_ids)} for {n_full}")
+            raise NativePanic("token IDs must align with full blocks", f"{len(lay.token_ids)} for {n_full}")
         if isinstance(lay.parent, PartialBlock):
-            raise NativePanic("parent block cannot be partial")
+            raise NativePanic("assertion failed: !matches!(parent, Some(UniqueBlock::PartialBlock(_)))")
         seen: set[str] = set()
         for b in lay.blocks:
             if isinstance(b, PartialBlock):
                 if b.uuid in self.partial_uuids or b.uuid in seen:
-                    raise NativePanic("partial block is already allocated", b.uuid)
+                    raise NativePanic("partial block {} is already allocated", f"partial block {b.uuid} is already allocated")
                 seen.add(b.uuid)
         if reusable > len(lay.blocks):
-            raise NativePanic("reusable prefix exceeds the allocation", f"{reusable} > {len(lay.blocks)}")
+            raise NativePanic("assertion failed: reusable_prefix_blocks <= blocks.len()", f"{reusable} > {len(lay.blocks)}")
         if reusable and not self.caching:
-            raise NativePanic("prefix reuse requires prefix caching")
+            raise NativePanic("assertion failed: self.enable_prefix_caching || reusable_prefix_blocks == 0")
         if reusable and self.tables.get(owner):
             raise NativePanic("only a request's first allocation may reuse a prefix")
         if any(not isinstance(b, FullBlock) for b in lay.blocks[:reusable]):
@@ -233,6 +233,7 @@ class NativeKvManager:
         k = 0
         for i, b in enumerate(lay.blocks):
             if i < len(prefix):
+                k += 1  # Rust's full_idx counts every full block, the prefix's too
                 h, copy = prefix[i]
                 table.append(Entry(copy, h))
                 cursor = h
@@ -240,10 +241,12 @@ class NativeKvManager:
             if isinstance(b, PartialBlock):
                 table.append(Entry(self.pool.allocate_private(r), None, b.uuid))
                 self.partial_uuids.add(b.uuid)
+                if cache_fresh:
+                    stores.append(None)  # a partial ends the run of published blocks
                 continue
             meta = Pending(
                 cursor,
-                lay.local_hashes[k] if lay.local_hashes else None,
+                lay.local_hashes[k] if k < len(lay.local_hashes) else None,
                 None if lay.token_ids is None else list(lay.token_ids[k]),
             )
             k += 1
@@ -282,11 +285,11 @@ class NativeKvManager:
         first, completed = before // self.block_size, after // self.block_size
         table = self.tables.get(owner)
         if table is None and "finalize_skips_owner_check" not in self.quirks:
-            raise NativePanic("request owns no block table", f"request {owner}")
+            raise NativePanic("request {} owns no block table", f"request {owner} owns no block table")
         if first >= completed:
             return []  # faithful: before the table is looked up (§6 #17)
         if table is None:
-            raise NativePanic("request owns no block table", f"request {owner}")
+            raise NativePanic("request {} owns no block table", f"request {owner} owns no block table")
         completed = min(completed, len(table))
         stores: list[tuple[int, Pending] | None] = []
         visited: list[int] = []
@@ -308,7 +311,7 @@ class NativeKvManager:
         """Release the named table tail (listed leaf first); no events."""
         table = self.tables.get(owner)
         if table is None:
-            raise NativePanic("request owns no block table", f"request {owner}")
+            raise NativePanic("request {} owns no block table", f"request {owner} owns no block table")
         if len(blocks) > len(table):
             raise NativePanic("request releases too many blocks", f"{len(blocks)} > {len(table)}")
         tail = table[len(table) - len(blocks) :]
@@ -348,7 +351,9 @@ class NativeKvManager:
         """The partial tail becomes full block ``h``: cached (and published if it is the hash's
         first copy) when caching is on, left private otherwise."""
         table = self.tables.get(owner)
-        if not table:
+        if table is None:
+            raise NativePanic("request {} owns no block table", f"request {owner} owns no block table")
+        if not table:  # unreachable through the manager (an emptied table is removed), kept as Rust has it
             raise NativePanic("Promote requires a request-owned partial tail", f"request {owner}")
         e = table[-1]
         if e.hash is not None:
@@ -409,6 +414,8 @@ class NativeKvManager:
         if res.layout is None:
             self.pool.cancel(res.pool)
             return
+        # Rust validates the layout again: a partial UUID allocated since the reservation panics
+        self._validate(res.owner, res.layout, 0)
         self._commit(res.owner, res.layout, res.pool, self.caching)
         if len(res.pool):
             raise NativePanic("destination reservation was not consumed")
