@@ -90,7 +90,7 @@ def old_concrete(
 
 def cases() -> list[tuple[str, str, str, Any]]:
     """(implementation, component, bug, adapter factory)."""
-    kv, lru, reg = _load("my_kv_manager"), _load("my_lru"), _load("my_registry")
+    kv, lru, reg, g1 = _load("my_kv_manager"), _load("my_lru"), _load("my_registry"), _load("my_g1_native")
     out: list[tuple[str, str, str, Any]] = []
     for bug in kv.BUGS:
         out.append(("my_kv_manager.py", "kv_manager", bug, lambda b=bug: kv.MyAdapter(b)))
@@ -99,6 +99,8 @@ def cases() -> list[tuple[str, str, str, Any]]:
         out.append(("my_lru.py", comp, bug, lambda b=bug: lru.MyLruAdapter(b)))
     for bug in reg.BUGS:
         out.append(("my_registry.py", "kvbm_block_registry", bug, lambda b=bug: reg.MyRegistryAdapter(b)))
+    for bug in g1.BUGS:
+        out.append(("my_g1_native.py", "g1_native", bug, lambda b=bug: g1.MyG1NativeAdapter(b)))
     return out
 
 

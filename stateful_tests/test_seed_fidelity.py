@@ -324,10 +324,15 @@ def test_native_fresh_block_takes_its_local_hash_counted_over_the_prefix() -> No
     m.use_for_request(1, Layout([FullBlock(7)], [107], None, None))
     m.finalize_computed_prefix(1, 0, 4)
     assert [b["tokens_hash"] for s in _stored(m) for b in s["blocks"]] == [107]
-    assert m.use_for_request(2, Layout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)[0] == "Ready"
+    assert (
+        m.use_for_request(2, Layout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)[0]
+        == "Ready"
+    )
     m.finalize_computed_prefix(2, 0, 8)
     ev = [p.to_json() for p in m.drain_events()]
-    assert [(e["data"]["stored"]["parent_hash"], e["data"]["stored"]["blocks"][0]["tokens_hash"]) for e in ev] == [(7, 108)]
+    assert [(e["data"]["stored"]["parent_hash"], e["data"]["stored"]["blocks"][0]["tokens_hash"]) for e in ev] == [
+        (7, 108)
+    ]
     assert ev[0]["block_token_ids"] == [[2] * 4]
 
 
@@ -374,9 +379,18 @@ def test_native_promote_without_a_table_names_the_request() -> None:
     [
         ("request 0000-00ff owns no block table", "request {} owns no block table"),
         ("partial block 9b1c is already allocated", "partial block {} is already allocated"),
-        ("assertion `left == right` failed: full-block Deref mismatch\n  left: 1\n right: 2", "full-block Deref mismatch"),
-        ("assertion failed: reusable_prefix_blocks <= blocks.len()", "assertion failed: reusable_prefix_blocks <= blocks.len()"),
-        ("local hashes must be empty or align with full blocks", "local hashes must be empty or align with full blocks"),
+        (
+            "assertion `left == right` failed: full-block Deref mismatch\n  left: 1\n right: 2",
+            "full-block Deref mismatch",
+        ),
+        (
+            "assertion failed: reusable_prefix_blocks <= blocks.len()",
+            "assertion failed: reusable_prefix_blocks <= blocks.len()",
+        ),
+        (
+            "local hashes must be empty or align with full blocks",
+            "local hashes must be empty or align with full blocks",
+        ),
         ("assertion `left == right` failed\n  left: 1\n right: 0", "assertion `left == right` failed"),
     ],
 )

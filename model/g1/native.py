@@ -202,7 +202,9 @@ class NativeKvManager:
     def _validate(self, owner: int, lay: Layout, reusable: int) -> None:
         n_full = lay.fulls()
         if lay.local_hashes and len(lay.local_hashes) != n_full:
-            raise NativePanic("local hashes must be empty or align with full blocks", f"{len(lay.local_hashes)} for {n_full}")
+            raise NativePanic(
+                "local hashes must be empty or align with full blocks", f"{len(lay.local_hashes)} for {n_full}"
+            )
         if lay.token_ids is not None and len(lay.token_ids) != n_full:
             raise NativePanic("token IDs must align with full blocks", f"{len(lay.token_ids)} for {n_full}")
         if isinstance(lay.parent, PartialBlock):
@@ -211,10 +213,14 @@ class NativeKvManager:
         for b in lay.blocks:
             if isinstance(b, PartialBlock):
                 if b.uuid in self.partial_uuids or b.uuid in seen:
-                    raise NativePanic("partial block {} is already allocated", f"partial block {b.uuid} is already allocated")
+                    raise NativePanic(
+                        "partial block {} is already allocated", f"partial block {b.uuid} is already allocated"
+                    )
                 seen.add(b.uuid)
         if reusable > len(lay.blocks):
-            raise NativePanic("assertion failed: reusable_prefix_blocks <= blocks.len()", f"{reusable} > {len(lay.blocks)}")
+            raise NativePanic(
+                "assertion failed: reusable_prefix_blocks <= blocks.len()", f"{reusable} > {len(lay.blocks)}"
+            )
         if reusable and not self.caching:
             raise NativePanic("assertion failed: self.enable_prefix_caching || reusable_prefix_blocks == 0")
         if reusable and self.tables.get(owner):
