@@ -4,7 +4,8 @@ implementations written the way users write them, each checked by
 
 * ``examples/my_kv_manager.py`` (the mocker's KV manager, ideal model), ``examples/my_lru.py``
   (the LRU evictor, counter and wall-clock components), ``examples/my_registry.py`` (the KVBM block
-  registry of dynamo-llm 1.0.2, ideal model) and the C evictor of
+  registry of dynamo-llm 1.0.2, ideal model), ``examples/my_g1_native.py`` (the native G1 backend,
+  ideal model) and the C evictor of
   ``examples/harness/lru_counter.c`` over the harness (``kvmodel conform --target exec``).
 * For every bug: caught or not, the workloads generated until the first divergence
   (time-to-catch in workloads), the seconds of the whole check (generation, shrinking included)

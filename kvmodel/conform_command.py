@@ -29,6 +29,9 @@ def add_parser(sub: Any, command: Any) -> None:
         type=integer(1, 1000),
         help="operations per workload, 1 .. 1000 (default 24; with --target exec the component's, 30 or 80)",
     )
+    cf.add_argument(
+        "--max-requests", type=integer(1, 64), help="--target vllm-engine: requests per schedule, 1 .. 64 (default 6)"
+    )
     cf.add_argument("--revision", help="the model's revision, where the target has several (first: default)")
     x = cf.add_argument_group("--target exec: a program speaking the harness protocol, given after --")
     x.add_argument("--component", help="the component the program implements (required with --target exec)")
@@ -51,6 +54,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--revision: {t.name} has revisions {', '.join(t.revisions) or 'none'}, got {args.revision!r}"
         )
+    if args.max_requests is not None and t.name != "vllm-engine":
+        raise UsageError("--max-requests goes with --target vllm-engine")
     why = t.available()
     if why is not None:
         print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
@@ -59,7 +64,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         out = t.run(
             workloads=args.workloads,
             seed=args.seed,
-            max_ops=args.max_ops or 24,
+            max_ops=(args.max_requests or 6) if t.name == "vllm-engine" else (args.max_ops or 24),
             revision=args.revision,
             progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
         )

@@ -101,6 +101,16 @@ VLLM_POOL = ConformTarget(
     in_check=False,
 )
 
+VLLM_ENGINE = ConformTarget(
+    name="vllm-engine",
+    title="vLLM's real v1 engine: its KV-event stream, Dynamo's router (real and modelled)",
+    available=conform.engine_available,
+    run=conform.engine_run,
+    describe=conform.engine_describe,
+    in_check=False,
+    counterexample_key="schedule",
+)
+
 
 def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     from kvmodel.invariants import g1 as inv
@@ -149,7 +159,7 @@ COMPONENT = Component(
         "reserve_destination": 3,
     },
     api_steps=40,
-    conform=(MOCKER, VLLM_POOL),
+    conform=(MOCKER, VLLM_POOL, VLLM_ENGINE),
     vectors=_vectors,
     invariants=_invariants,
     manifest_worlds=_manifest,

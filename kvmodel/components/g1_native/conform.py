@@ -79,3 +79,28 @@ def vllm_describe(out: dict[str, Any]) -> list[str]:
         lines.append(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['real']}")
         lines += [f"  {json.dumps(op, sort_keys=True)}" for op in out["counterexample"]]
     return lines
+
+
+def engine_available() -> str | None:
+    from kvmodel.conformance import vllm_engine
+
+    return vllm_engine.real_available()
+
+
+def engine_run(
+    *,
+    workloads: int,
+    seed: int,
+    max_ops: int = 6,
+    revision: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    from kvmodel.conformance import vllm_engine
+
+    return vllm_engine.run(workloads=workloads, seed=seed, max_ops=max_ops, progress=progress)
+
+
+def engine_describe(out: dict[str, Any]) -> list[str]:
+    from kvmodel.conformance import vllm_engine
+
+    return vllm_engine.describe(out)

