@@ -168,15 +168,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         )
     out = r.to_json()
     out["verdict"] = r.verdict(expect_witnesses=not quirks)
-    out["mode"] = (
-        f"revision {args.revision}"
-        if args.revision
-        else "faithful"
-        if args.faithful
-        else "ideal"
-        if not quirks
-        else "custom"
-    )
+    out["mode"] = f"revision {args.revision}" if args.revision else "faithful" if args.faithful else out["mode"]
     paths = {}
     if r.violations and args.out:
         for inv in sorted(r.violations):

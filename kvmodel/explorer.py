@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import attrs
 
 from kvmodel import invariants, traces
+from kvmodel.model.quirks import mode_label
 from kvmodel.systems import System
 
 
@@ -129,7 +130,7 @@ class ExploreResult:
             "component": self.component,
             "config": self.config,
             "quirks": self.quirks,
-            "mode": "ideal" if not self.quirks else "custom",
+            "mode": mode_label(self.component, self.quirks),
             "space": self.space,
             "symmetry": self.symmetry,
             "states": self.states,

@@ -488,6 +488,22 @@ def quirk_revisions(name: str) -> tuple[str, ...]:
     return tuple(r.name for r in revisions_of(q.component) if name in r.quirks)
 
 
+def mode_label(component: str, quirks: Iterable[str]) -> str:
+    """How a report names a quirk set: ``ideal`` (none), ``faithful`` (the seed's revision),
+    ``revision R`` (another named revision), ``all quirks``, or ``custom``."""
+    q = frozenset(quirks)
+    if not q:
+        return "ideal"
+    if q == faithful(component):
+        return "faithful"
+    name = revision_of(component, q)
+    if name is not None:
+        return f"revision {name}"
+    if q == frozenset(x.name for x in quirks_of(component)):
+        return "all quirks"
+    return "custom"
+
+
 def faithful(component: str) -> frozenset[str]:
     """The seed's revision of ``component``: the same machine as the real code the project
     models (a component with no recorded revision: all of its quirks)."""

@@ -31,10 +31,9 @@ class Disagreement(Exception):
 
 
 def mode_of(component: str, quirks: Iterable[str]) -> str:
-    q = frozenset(quirks)
-    if not q:
-        return "ideal"
-    return "faithful" if q == faithful(component) else "custom"
+    from kvmodel.model.quirks import mode_label
+
+    return mode_label(component, quirks)
 
 
 def _status(r: PropertyResult) -> dict[str, Any]:
