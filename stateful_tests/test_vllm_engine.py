@@ -61,7 +61,17 @@ def test_generated_schedules_pass_every_check_and_exercise_the_engine(engine: ve
     assert out["divergences"] == 0, json.dumps(out.get("first_divergence"))[:3000]
     c = out["counts"]
     assert c["schedules"] == 60
-    for k in ("steps", "stored_blocks", "removed", "cleared", "chunked_prefills", "resets", "aborts", "evictions"):
+    for k in (
+        "steps",
+        "stored_blocks",
+        "removed",
+        "cleared",
+        "chunked_prefills",
+        "resets",
+        "aborts",
+        "evictions",
+        "modelled",
+    ):
         assert c[k] > 0, (k, c)
 
 
@@ -163,3 +173,25 @@ def test_a_per_copy_removal_and_its_subtree_are_the_named_difference(check: ve.S
 def test_schedules_round_trip_through_json() -> None:
     for s in SCHEDULES:
         assert ve.Schedule.from_json(json.loads(json.dumps(s.to_json()))) == s
+
+
+def test_the_model_comparison_catches_a_wrong_scheduler_model(
+    engine: ve.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model of the mocker's scheduler that releases a finished request's blocks root first
+    (vLLM frees leaf first, so eviction order differs) diverges from vLLM's stream."""
+    from kvmodel.conformance import mocker
+
+    monkeypatch.setattr(mocker.VllmScheduler, "release_order", lambda self, copies: list(copies))
+    out = ve.run(workloads=100, seed=0, engine=engine)
+    assert out["divergences"] == 1
+    assert out["first_divergence"]["model_divergences"], out["first_divergence"]
+    assert ve.Schedule.from_json(out["counterexample"]).modelled()
+
+
+def test_waves_arrive_when_the_engine_is_idle(engine: ve.Engine) -> None:
+    """In a waves schedule a wave's requests are added together, once the previous wave is done:
+    the model (arrival groups) and vLLM agree on it."""
+    s = ve.Schedule((ve.Req(0, (0, 1), 4, 0, 3), ve.Req(1, (0, 1, 2), 0, 0, 2), ve.Req(0, (3,), 9, 1, 5)), waves=True)
+    chk, counts = ve.check_schedule(engine, s)
+    assert counts["modelled"] == 1 and not chk.model_divergences and not ve.failed(chk)

@@ -16,7 +16,7 @@ steps, ``reset_prefix_cache`` and aborts at chosen steps. One engine serves ever
 two, every request is aborted, the prefix cache is reset and the scheduler's queued events are
 drained (``stateful_tests/test_vllm_engine.py`` compares a reused and a fresh engine).
 
-After every step two checks run:
+After every step two checks run, and a third on the whole run:
 
 * **stream invariants** on vLLM's events: a BlockStored's parent was stored and not removed
   since; a BlockRemoved names a stored hash; AllBlocksCleared empties the stream's view; every
@@ -36,8 +36,17 @@ After every step two checks run:
   difference ``vllm.per_copy_removed``; any other is unnamed, and an unnamed difference fails
   the run like a divergence.
 
-Not yet built (issue 24): the third check, the model's G1 native backend under the model's vLLM
-scheduler on the same schedule, compared event by event with vLLM's stream.
+* **the model of the same schedule** (schedules in *waves*: a wave's requests arrive together
+  once the previous wave has finished, no reset, no abort): the model of the mocker's vLLM
+  scheduler (:class:`kvmodel.conformance.mocker.VllmScheduler`: batching, the token budget and
+  chunked prefill, FCFS admission, LIFO preemption, over the native pool) runs the same waves fed
+  the tokens vLLM sampled; vLLM's stream, projected onto per-hash visibility transitions (its
+  per-copy events left out, as counted above) and renamed into the model's hashes by the tokens,
+  must equal the model's, block by block.
+
+Not yet built (issue 24): the model comparison of schedules with timed arrivals, resets or
+aborts (the model's scheduler has arrival groups only), and a failing schedule written as a trace
+that ``kvmodel replay`` and ``kvmodel show`` read.
 """
 
 from __future__ import annotations
@@ -115,13 +124,24 @@ class Schedule:
     requests: tuple[Req, ...]
     resets: tuple[int, ...] = ()  # engine steps before which reset_prefix_cache is called
     aborts: tuple[tuple[int, int], ...] = ()  # (step, request index)
+    # waves: ``at_step`` is an arrival wave; a wave arrives when the previous one has finished
+    # (the model of the mocker's scheduler predicts these, see :func:`model_stream`)
+    waves: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "requests": [r.to_json() for r in self.requests],
             "resets": list(self.resets),
             "aborts": [list(a) for a in self.aborts],
         }
+        if self.waves:
+            out["waves"] = True
+        return out
+
+    def modelled(self) -> bool:
+        """Whether the model of the mocker's vLLM scheduler covers this schedule (waves, no reset,
+        no abort)."""
+        return self.waves and not self.resets and not self.aborts
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Schedule:
@@ -129,7 +149,12 @@ class Schedule:
             Req(int(r["at_step"]), tuple(r["segments"]), int(r["tail"]), int(r["tail_of"]), int(r["max_tokens"]))
             for r in d["requests"]
         )
-        return Schedule(reqs, tuple(d.get("resets", ())), tuple((int(a), int(b)) for a, b in d.get("aborts", ())))
+        return Schedule(
+            reqs,
+            tuple(d.get("resets", ())),
+            tuple((int(a), int(b)) for a, b in d.get("aborts", ())),
+            bool(d.get("waves", False)),
+        )
 
 
 def schedule_strategy(max_requests: int = 6) -> Any:
@@ -143,12 +168,16 @@ def schedule_strategy(max_requests: int = 6) -> Any:
         tail_of=st.integers(0, 1),
         max_tokens=st.integers(1, 12),
     ).filter(lambda r: 0 < len(r.prompt()) <= MAX_MODEL_LEN - r.max_tokens)
-    return st.builds(
+    timed = st.builds(
         Schedule,
         requests=st.lists(req, min_size=1, max_size=max_requests).map(tuple),
         resets=st.lists(st.integers(0, 16), max_size=2).map(lambda v: tuple(sorted(v))),
         aborts=st.lists(st.tuples(st.integers(1, 16), st.integers(0, max_requests - 1)), max_size=1).map(tuple),
     )
+    waves = st.lists(req.map(lambda r: attrs.evolve(r, at_step=r.at_step % 3)), min_size=1, max_size=max_requests).map(
+        lambda rs: Schedule(tuple(rs), waves=True)
+    )
+    return st.one_of(waves, timed)
 
 
 # ---------------------------------------------------------------------------------- the engine
@@ -302,14 +331,17 @@ class Engine:
         batches carried (decoded off the wire) and the pool's cached hashes."""
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
 
         counts = {"steps": 0, "preemptions": 0, "chunked_prefills": 0, "resets": 0, "aborts": 0}
         pending = sorted(range(len(s.requests)), key=lambda i: (s.requests[i].at_step, i))
         resets, aborts = list(s.resets), sorted(s.aborts)
         ids = {i: f"s{i}" for i in range(len(s.requests))}
+        self.generated: dict[int, list[int]] = {}  # request index -> the tokens vLLM sampled
         added: set[int] = set()
         preempted: dict[str, int] = {}
         step = 0
+        wave = -1
         try:
             while pending or self.engine.has_unfinished_requests():
                 if step > MAX_STEPS:
@@ -322,20 +354,31 @@ class Engine:
                     if k in added and ids[k] in self.sched.requests:
                         self.engine.abort_request([ids[k]], internal=True)
                         counts["aborts"] += 1
-                while pending and s.requests[pending[0]].at_step <= step:
+                while pending and (
+                    s.requests[pending[0]].at_step <= step
+                    if not s.waves
+                    else not self.engine.has_unfinished_requests() or s.requests[pending[0]].at_step == wave
+                ):
+                    wave = s.requests[pending[0]].at_step
                     i = pending.pop(0)
                     r = s.requests[i]
-                    sp = SamplingParams(max_tokens=r.max_tokens, temperature=0.0, ignore_eos=True)
+                    sp = SamplingParams(
+                        max_tokens=r.max_tokens, temperature=0.0, ignore_eos=True, output_kind=RequestOutputKind.DELTA
+                    )
                     ids[i] = self.engine.add_request(f"s{i}", TokensPrompt(prompt_token_ids=r.prompt()), sp)
                     added.add(i)
                 if not self.engine.has_unfinished_requests():
-                    step = s.requests[pending[0]].at_step if pending else step
+                    if not s.waves:
+                        step = s.requests[pending[0]].at_step if pending else step
                     continue
                 self._drain()
                 before = self.published
                 prefilling = sum(1 for r in self.sched.running if 0 < r.num_computed_tokens < r.num_prompt_tokens)
                 outs = self.engine.step()
-                del outs
+                back = {v: k for k, v in ids.items()} | {f"s{k}": k for k in ids}
+                for o in outs:  # DELTA outputs: the tokens sampled in this step
+                    if o.request_id in back:
+                        self.generated.setdefault(back[o.request_id], []).extend(o.outputs[0].token_ids)
                 counts["chunked_prefills"] += prefilling
                 events: list[dict[str, Any]] = []
                 for _ in range(self.published - before):
@@ -409,6 +452,7 @@ class StreamCheck:
         self.counts |= {"per_copy_stored": 0, "per_copy_removed": 0, "evictions": 0}
         self.copy_removed: set[int] = set()  # hashes removed while another copy remained
         self.parent_of: dict[int, int | None] = {}
+        self.model_divergences: list[dict[str, Any]] = []
 
     def _bad(self, step: int, what: str, **kw: Any) -> None:
         self.violations.append({"step": step, "invariant": what, **kw})
@@ -503,14 +547,114 @@ class StreamCheck:
 # ---------------------------------------------------------------------------------- the run
 
 
+def _vllm_chain(none_hash: bytes, tokens: Sequence[int]) -> list[int]:
+    out, parent = [], none_hash
+    for i in range(len(tokens) // BLOCK_SIZE):
+        d = _digest(parent, tokens[i * BLOCK_SIZE : (i + 1) * BLOCK_SIZE])
+        out.append(_to_int(d))
+        parent = d
+    return out
+
+
+def vllm_transitions(events: Sequence[dict[str, Any]], rename: dict[int, int]) -> list[list[Any]]:
+    """vLLM's stream as per-hash visibility transitions, hashes renamed into the model's: a block
+    stored when its hash gets its first copy (``["S", hash, parent]``), removed when it loses its
+    last (``["R", hash]``), every cache emptied at AllBlocksCleared. vLLM's per-copy events (a
+    second BlockStored, a BlockRemoved while a copy remains) are left out: they are counted by
+    the stream check, and the model publishes per hash as Dynamo's native pool does."""
+    out: list[list[Any]] = []
+    copies: dict[int, int] = {}
+
+    def name(h: int | None) -> Any:
+        return None if h is None else rename.get(h, f"vllm:{h}")
+
+    for e in events:
+        kind = e.get("type")
+        if kind == "BlockStored":
+            parent = e.get("parent_block_hash")
+            for h in e.get("block_hashes", []):
+                copies[h] = copies.get(h, 0) + 1
+                if copies[h] == 1:
+                    out.append(["S", name(h), name(parent)])
+                parent = h
+        elif kind == "BlockRemoved":
+            for h in e.get("block_hashes", []):
+                copies[h] = copies.get(h, 0) - 1
+                if copies[h] == 0:
+                    del copies[h]
+                    out.append(["R", name(h)])
+        elif kind == "AllBlocksCleared":
+            copies.clear()
+            out.append(["C"])
+    return out
+
+
+def model_transitions(
+    s: Schedule, generated: dict[int, list[int]], none_hash: bytes
+) -> tuple[list[list[Any]], bool, dict[int, int]]:
+    """The model of the mocker's vLLM scheduler (:class:`kvmodel.conformance.mocker.VllmScheduler`:
+    batching, the token budget and chunked prefill, FCFS admission, LIFO preemption, over the
+    native pool) on the same waves, fed the tokens vLLM sampled: its events as per-block
+    transitions, whether it stalled, and the vLLM → model renaming of the hashes the tokens give."""
+    from kvmodel.conformance.mocker import Workload, model_run
+    from kvmodel.model.hashing import local_block_hashes, sequence_hashes
+
+    order = sorted(range(len(s.requests)), key=lambda i: (s.requests[i].at_step, i))
+    gen = [generated.get(i, []) for i in order]
+    w = Workload(
+        [s.requests[i].prompt() for i in order],
+        [s.requests[i].max_tokens for i in order],
+        block_size=BLOCK_SIZE,
+        num_gpu_blocks=GPU_BLOCKS - 1,
+        groups=[s.requests[i].at_step for i in order],
+        max_num_batched_tokens=STEP_TOKENS,
+        max_num_seqs=MAX_NUM_SEQS,
+    )
+    run = model_run(w, gen)
+    out: list[list[Any]] = []
+    for e in run.events:
+        d = e["data"]
+        if "stored" in d:
+            parent = d["stored"]["parent_hash"]
+            for b in d["stored"]["blocks"]:
+                out.append(["S", b["block_hash"], parent])
+                parent = b["block_hash"]
+        elif "removed" in d:
+            out += [["R", h] for h in d["removed"]["block_hashes"]]
+    rename: dict[int, int] = {}
+    for p, g in zip(w.prompts, gen, strict=True):
+        toks = p + g
+        model = sequence_hashes(local_block_hashes(toks, BLOCK_SIZE))
+        rename.update(zip(_vllm_chain(none_hash, toks), model, strict=False))
+    return out, run.stalled, rename
+
+
 def check_schedule(engine: Engine, s: Schedule) -> tuple[StreamCheck, dict[str, int]]:
     chk = StreamCheck(engine.none_hash)
-    counts = engine.run(s, chk.on_step)
+    seen: list[dict[str, Any]] = []
+
+    def on_step(step: int, events: list[dict[str, Any]], cached: set[int]) -> None:
+        seen.extend(events)
+        chk.on_step(step, events, cached)
+
+    counts = engine.run(s, on_step)
+    counts["modelled"] = 0
+    if s.modelled():
+        model, stalled, rename = model_transitions(s, engine.generated, engine.none_hash)
+        real = vllm_transitions(seen, rename)
+        counts["modelled"] = 1
+        if stalled or model != real:
+            k = next(
+                (j for j, (a, b) in enumerate(zip(model, real, strict=False)) if a != b), min(len(model), len(real))
+            )
+            chk.model_divergences.append(
+                {"stalled": stalled, "at": k, "model": model[k : k + 4], "vllm": real[k : k + 4]}
+            )
     return chk, counts
 
 
 def failed(chk: StreamCheck) -> bool:
-    return bool(chk.violations or chk.divergences or chk.unnamed)
+    return bool(chk.violations or chk.divergences or chk.unnamed or chk.model_divergences)
 
 
 def run(
@@ -566,7 +710,7 @@ def run(
         "counts": totals,
         "named_differences": dict(sorted(named.items())),
         "divergences": 0,
-        "not_built": ["the model's G1 native backend under its vLLM scheduler, compared event by event"],
+        "not_built": ["the model comparison of schedules with timed arrivals, resets or aborts"],
     }
     if first:
         smallest = min(first, key=lambda sc: (len(sc[0].requests), json.dumps(sc[0].to_json())))
@@ -577,6 +721,7 @@ def run(
             "stream_violations": chk.violations[:5],
             "router_divergences": chk.divergences[:3],
             "unnamed_router_vs_engine": chk.unnamed[:3],
+            "model_divergences": chk.model_divergences[:3],
         }
     return out
 
@@ -599,6 +744,10 @@ def describe(out: dict[str, Any]) -> list[str]:
     lines.append(
         f"  vLLM's per-copy events: {c.get('per_copy_stored', 0)} repeated BlockStored, "
         f"{c.get('per_copy_removed', 0)} BlockRemoved while another copy serves the hash"
+    )
+    lines.append(
+        f"  the model of the mocker's vLLM scheduler: {c.get('modelled', 0)} schedules (waves) compared "
+        "event by event up to the renaming the tokens give"
     )
     for name, n in out["named_differences"].items():
         lines.append(f"  named difference {name}: router and engine cache differ at {n} step(s)")
