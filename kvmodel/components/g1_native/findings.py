@@ -80,6 +80,18 @@ def section(h: Any) -> list[str]:
         "  then a BlockRemoved when one copy is evicted while the other still serves the hash. A router fed vLLM's",
         "  stream drops a live hash there. Six operations (`kvmodel conform --target vllm-block-pool --json`,",
         "  `duplicate_copy_witness`).",
+        "- The same on vLLM's real v1 engine (`kvmodel conform --target vllm-engine`, named",
+        "  `vllm.per_copy_removed`): a prompt of exactly one block can never hit its own last block, so",
+        "  requests sharing it compute copies of their own; when one copy is evicted, Dynamo's router (real",
+        "  and modelled alike) drops the hash *and every block stored below it*, which the engine still caches",
+        "  and serves. Shrunk witness: 5 requests arriving together on 11 blocks of 32 tokens, one of four",
+        "  blocks `[A, A, A, A]` and three of one block `A`: at engine step 4 the engine caches four hashes",
+        "  both routers lack. 94 steps in 1,000 generated schedules.",
+        "- Where the mocker does not behave like vLLM: nothing found yet. On schedules in arrival waves, the",
+        "  model of the mocker's vLLM scheduler (the model that matches the real 1.6.1 mocker) fed vLLM's",
+        "  sampled tokens predicts vLLM 0.32's cache events block by block, up to vLLM's per-copy events",
+        "  (477 of 1,000 generated schedules compared, 0 differences). Timed arrivals, resets and aborts are",
+        "  not compared yet.",
         "",
     ]
     return lines + list(h.explored_quirks(NAME, "g1"))
