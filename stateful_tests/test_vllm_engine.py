@@ -195,3 +195,16 @@ def test_waves_arrive_when_the_engine_is_idle(engine: ve.Engine) -> None:
     s = ve.Schedule((ve.Req(0, (0, 1), 4, 0, 3), ve.Req(1, (0, 1, 2), 0, 0, 2), ve.Req(0, (3,), 9, 1, 5)), waves=True)
     chk, counts = ve.check_schedule(engine, s)
     assert counts["modelled"] == 1 and not chk.model_divergences and not ve.failed(chk)
+
+
+def test_a_reset_between_waves_is_compared_with_the_model(engine: ve.Engine) -> None:
+    """A reset before the second wave: vLLM's AllBlocksCleared and the model's (the harness drops
+    every cached copy) fall at the same place, and the second wave stores its blocks again."""
+    s = ve.Schedule((ve.Req(0, (0, 1), 4, 0, 3), ve.Req(1, (0, 1), 4, 0, 3)), resets=(1,), waves=True)
+    assert ve.Schedule.from_json(json.loads(json.dumps(s.to_json()))) == s
+    chk, counts = ve.check_schedule(engine, s)
+    assert counts["modelled"] == 1 and counts["resets"] == 1 and not ve.failed(chk)
+    assert chk.counts["cleared"] == 1 and chk.counts["per_copy_stored"] == 0
+    # without the reset the second wave hits the cache and stores nothing
+    chk2, _ = ve.check_schedule(engine, ve.Schedule(s.requests, waves=True))
+    assert chk2.counts["stored_blocks"] < chk.counts["stored_blocks"]

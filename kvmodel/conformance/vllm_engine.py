@@ -37,15 +37,15 @@ After every step two checks run, and a third on the whole run:
   the run like a divergence.
 
 * **the model of the same schedule** (schedules in *waves*: a wave's requests arrive together
-  once the previous wave has finished, no reset, no abort): the model of the mocker's vLLM
+  once the previous wave has finished, a reset only between waves, no abort): the model of the mocker's vLLM
   scheduler (:class:`kvmodel.conformance.mocker.VllmScheduler`: batching, the token budget and
   chunked prefill, FCFS admission, LIFO preemption, over the native pool) runs the same waves fed
   the tokens vLLM sampled; vLLM's stream, projected onto per-hash visibility transitions (its
   per-copy events left out, as counted above) and renamed into the model's hashes by the tokens,
   must equal the model's, block by block.
 
-Not yet built (issue 24): the model comparison of schedules with timed arrivals, resets or
-aborts (the model's scheduler has arrival groups only), and a failing schedule written as a trace
+Not yet built (issue 24): the model comparison of schedules with timed arrivals or aborts (the
+model's scheduler has arrival groups only), and a failing schedule written as a trace
 that ``kvmodel replay`` and ``kvmodel show`` read.
 """
 
@@ -139,9 +139,9 @@ class Schedule:
         return out
 
     def modelled(self) -> bool:
-        """Whether the model of the mocker's vLLM scheduler covers this schedule (waves, no reset,
-        no abort)."""
-        return self.waves and not self.resets and not self.aborts
+        """Whether the model of the mocker's vLLM scheduler covers this schedule: waves (where a
+        reset is made before a wave, with the engine idle), no abort."""
+        return self.waves and not self.aborts
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Schedule:
@@ -174,8 +174,10 @@ def schedule_strategy(max_requests: int = 6) -> Any:
         resets=st.lists(st.integers(0, 16), max_size=2).map(lambda v: tuple(sorted(v))),
         aborts=st.lists(st.tuples(st.integers(1, 16), st.integers(0, max_requests - 1)), max_size=1).map(tuple),
     )
-    waves = st.lists(req.map(lambda r: attrs.evolve(r, at_step=r.at_step % 3)), min_size=1, max_size=max_requests).map(
-        lambda rs: Schedule(tuple(rs), waves=True)
+    waves = st.builds(
+        lambda rs, resets: Schedule(tuple(rs), resets=resets, waves=True),
+        st.lists(req.map(lambda r: attrs.evolve(r, at_step=r.at_step % 3)), min_size=1, max_size=max_requests),
+        st.lists(st.integers(1, 2), max_size=1).map(tuple),  # before wave 1 or 2
     )
     return st.one_of(waves, timed)
 
@@ -346,7 +348,7 @@ class Engine:
             while pending or self.engine.has_unfinished_requests():
                 if step > MAX_STEPS:
                     raise RuntimeError(f"the schedule did not drain in {MAX_STEPS} engine steps")
-                while resets and resets[0] <= step:
+                while resets and not s.waves and resets[0] <= step:
                     resets.pop(0)
                     counts["resets"] += int(bool(self.engine.reset_prefix_cache()))
                 while aborts and aborts[0][0] <= step:
@@ -359,6 +361,11 @@ class Engine:
                     if not s.waves
                     else not self.engine.has_unfinished_requests() or s.requests[pending[0]].at_step == wave
                 ):
+                    if s.waves and s.requests[pending[0]].at_step != wave:
+                        # a new wave, the engine idle: the resets due before it
+                        while resets and resets[0] <= s.requests[pending[0]].at_step:
+                            resets.pop(0)
+                            counts["resets"] += int(bool(self.engine.reset_prefix_cache()))
                     wave = s.requests[pending[0]].at_step
                     i = pending.pop(0)
                     r = s.requests[i]
@@ -589,6 +596,36 @@ def vllm_transitions(events: Sequence[dict[str, Any]], rename: dict[int, int]) -
     return out
 
 
+def _model_run_with_resets(w: Any, gen: list[list[int]], resets: Sequence[int]) -> tuple[Any, list[int]]:
+    """``mocker.model_run`` over the waves, with vLLM's idle ``reset_prefix_cache`` before the
+    waves ``resets`` names: no request holds a block then, so every cached copy is dropped (a
+    fresh pool) and the stream gets its AllBlocksCleared. The mocker has no such call: this is
+    vLLM's semantics, applied by the harness between two waves. Returns the run and, per reset,
+    how many events came before it."""
+    from kvmodel.conformance import mocker
+    from kvmodel.model.g1.pool import NativePool
+
+    s = mocker.VllmScheduler(w.block_size, w.num_gpu_blocks, w.max_num_batched_tokens, w.max_num_seqs)
+    groups = w.group_of()
+    cleared_at: list[int] = []
+    due = sorted(resets)
+    i = 0
+    while i < len(w.prompts):
+        while due and due[0] <= groups[i]:  # as the engine side: the resets due before this wave
+            due.pop(0)
+            s.pool = NativePool(w.num_gpu_blocks, quirks=s.pool.quirks)
+            cleared_at.append(len(s.events))
+        j = i
+        while j < len(w.prompts) and groups[j] == groups[i]:
+            s.submit(w.prompts[j], gen[j], w.outputs[j])
+            j += 1
+        s.run()
+        if s.stalled:
+            return mocker.Run([], [], stalled=True), cleared_at
+        i = j
+    return mocker.Run([e.to_json() for e in s.events], []), cleared_at
+
+
 def model_transitions(
     s: Schedule, generated: dict[int, list[int]], none_hash: bytes
 ) -> tuple[list[list[Any]], bool, dict[int, int]]:
@@ -596,7 +633,7 @@ def model_transitions(
     batching, the token budget and chunked prefill, FCFS admission, LIFO preemption, over the
     native pool) on the same waves, fed the tokens vLLM sampled: its events as per-block
     transitions, whether it stalled, and the vLLM → model renaming of the hashes the tokens give."""
-    from kvmodel.conformance.mocker import Workload, model_run
+    from kvmodel.conformance.mocker import Workload
     from kvmodel.model.hashing import local_block_hashes, sequence_hashes
 
     order = sorted(range(len(s.requests)), key=lambda i: (s.requests[i].at_step, i))
@@ -610,9 +647,12 @@ def model_transitions(
         max_num_batched_tokens=STEP_TOKENS,
         max_num_seqs=MAX_NUM_SEQS,
     )
-    run = model_run(w, gen)
+    run, cleared_at = _model_run_with_resets(w, gen, s.resets)
     out: list[list[Any]] = []
-    for e in run.events:
+    for k, e in enumerate([*run.events, None]):
+        out += [["C"]] * cleared_at.count(k)
+        if e is None:
+            break
         d = e["data"]
         if "stored" in d:
             parent = d["stored"]["parent_hash"]
@@ -710,7 +750,7 @@ def run(
         "counts": totals,
         "named_differences": dict(sorted(named.items())),
         "divergences": 0,
-        "not_built": ["the model comparison of schedules with timed arrivals, resets or aborts"],
+        "not_built": ["the model comparison of schedules with timed arrivals or aborts"],
     }
     if first:
         smallest = min(first, key=lambda sc: (len(sc[0].requests), json.dumps(sc[0].to_json())))
