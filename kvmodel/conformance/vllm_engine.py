@@ -161,7 +161,7 @@ def schedule_strategy(max_requests: int = 6) -> Any:
         segments=st.lists(st.integers(0, SEGMENTS - 1), max_size=4).map(tuple),
         tail=st.integers(0, BLOCK_SIZE + 8),
         tail_of=st.integers(0, 1),
-        max_tokens=st.integers(1, 12),
+        max_tokens=st.integers(1, 40),
     ).filter(lambda r: 0 < len(r.prompt()) <= MAX_MODEL_LEN - r.max_tokens)
     timed = st.builds(
         Schedule,
