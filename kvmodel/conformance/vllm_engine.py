@@ -591,43 +591,15 @@ def vllm_transitions(events: Sequence[dict[str, Any]], rename: dict[int, int]) -
     return out
 
 
-def _model_run_with_resets(w: Any, gen: list[list[int]], resets: Sequence[int]) -> tuple[Any, list[int]]:
-    """``mocker.model_run`` over the waves, with vLLM's idle ``reset_prefix_cache`` before the
-    waves ``resets`` names: no request holds a block then, so every cached copy is dropped (a
-    fresh pool) and the stream gets its AllBlocksCleared. The mocker has no such call: this is
-    vLLM's semantics, applied by the harness between two waves. Returns the run and, per reset,
-    how many events came before it."""
-    from kvmodel.conformance import mocker
-    from kvmodel.model.g1.pool import NativePool
-
-    s = mocker.VllmScheduler(w.block_size, w.num_gpu_blocks, w.max_num_batched_tokens, w.max_num_seqs)
-    groups = w.group_of()
-    cleared_at: list[int] = []
-    due = sorted(resets)
-    i = 0
-    while i < len(w.prompts):
-        while due and due[0] <= groups[i]:  # as the engine side: the resets due before this wave
-            due.pop(0)
-            s.pool = NativePool(w.num_gpu_blocks, quirks=s.pool.quirks)
-            cleared_at.append(len(s.events))
-        j = i
-        while j < len(w.prompts) and groups[j] == groups[i]:
-            s.submit(w.prompts[j], gen[j], w.outputs[j])
-            j += 1
-        s.run()
-        if s.stalled:
-            return mocker.Run([], [], stalled=True), cleared_at
-        i = j
-    return mocker.Run([e.to_json() for e in s.events], []), cleared_at
-
-
-def _model_run_timed(s: Schedule, generated: dict[int, list[int]]) -> tuple[Any, list[int]]:
+def _model_run(s: Schedule, generated: dict[int, list[int]]) -> tuple[Any, list[int]]:
     """The model's scheduler stepped pass for pass with the engine (one model pass per engine
     step), as :meth:`Engine.run` drives vLLM: at each step the resets due (vLLM's
     ``reset_prefix_cache`` succeeds only when no block is in use: then every cached copy is
-    dropped and an AllBlocksCleared follows; otherwise nothing happens), the aborts due (a live
-    request leaves the running or waiting queue and releases its blocks leaf first, as a finish
-    does), then the arrivals; an idle engine skips to the next arrival."""
+    dropped and an AllBlocksCleared follows; otherwise nothing happens; the mocker has no such
+    call, so this is vLLM's definition applied by the harness), the aborts due (a live request
+    leaves the running or waiting queue and releases its blocks leaf first, as a finish does),
+    then the arrivals (in waves: a wave once the model is idle); an idle model skips to the next
+    arrival. Returns the run and, per successful reset, how many events came before it."""
     from kvmodel.conformance import mocker
     from kvmodel.model.g1.pool import NativePool
 
@@ -637,15 +609,20 @@ def _model_run_timed(s: Schedule, generated: dict[int, list[int]]) -> tuple[Any,
     where: dict[int, Any] = {}  # schedule index -> the model's request
     cleared_at: list[int] = []
     step = k = 0
+    wave = -1
+
+    def reset() -> None:
+        p = m.pool
+        if len(p.copies) == len(p.inactive) and p.reserved == 0:
+            m.pool = NativePool(GPU_BLOCKS - 1, quirks=p.quirks)
+            cleared_at.append(len(m.events))
+
     while k < len(order) or len(m.finished) < len(m.requests):
         if step > MAX_STEPS:
             return mocker.Run([], [], stalled=True), cleared_at
-        while resets and resets[0] <= step:
+        while resets and not s.waves and resets[0] <= step:
             resets.pop(0)
-            p = m.pool
-            if len(p.copies) == len(p.inactive) and p.reserved == 0:
-                m.pool = NativePool(GPU_BLOCKS - 1, quirks=p.quirks)
-                cleared_at.append(len(m.events))
+            reset()
         while aborts and aborts[0][0] <= step:
             _, i = aborts.pop(0)
             r = where.get(i)
@@ -657,14 +634,22 @@ def _model_run_timed(s: Schedule, generated: dict[int, list[int]]) -> tuple[Any,
             elif r in m.waiting:
                 m.waiting.remove(r)
             m.finished.add(r.index)
-        while k < len(order) and s.requests[order[k]].at_step <= step:
+        idle = len(m.finished) == len(m.requests)
+        while k < len(order) and (
+            s.requests[order[k]].at_step <= step if not s.waves else idle or s.requests[order[k]].at_step == wave
+        ):
             i = order[k]
             r = s.requests[i]
+            if s.waves and r.at_step != wave:
+                while resets and resets[0] <= r.at_step:  # the resets due before this wave
+                    resets.pop(0)
+                    reset()
+                wave, idle = r.at_step, False
             m.submit(r.prompt(), generated.get(i, []), r.max_tokens)
             where[i] = m.requests[-1]
             k += 1
         if len(m.finished) == len(m.requests):
-            if k < len(order):
+            if k < len(order) and not s.waves:
                 step = s.requests[order[k]].at_step
             continue
         m.step()
@@ -677,23 +662,11 @@ def model_transitions(
 ) -> tuple[list[list[Any]], bool, dict[int, int]]:
     """The model of the mocker's vLLM scheduler (:class:`kvmodel.conformance.mocker.VllmScheduler`:
     batching, the token budget and chunked prefill, FCFS admission, LIFO preemption, over the
-    native pool) on the same waves, fed the tokens vLLM sampled: its events as per-block
+    native pool) on the same schedule, fed the tokens vLLM sampled: its events as per-block
     transitions, whether it stalled, and the vLLM → model renaming of the hashes the tokens give."""
-    from kvmodel.conformance.mocker import Workload
     from kvmodel.model.hashing import local_block_hashes, sequence_hashes
 
-    order = sorted(range(len(s.requests)), key=lambda i: (s.requests[i].at_step, i))
-    gen = [generated.get(i, []) for i in order]
-    w = Workload(
-        [s.requests[i].prompt() for i in order],
-        [s.requests[i].max_tokens for i in order],
-        block_size=BLOCK_SIZE,
-        num_gpu_blocks=GPU_BLOCKS - 1,
-        groups=[s.requests[i].at_step for i in order],
-        max_num_batched_tokens=STEP_TOKENS,
-        max_num_seqs=MAX_NUM_SEQS,
-    )
-    run, cleared_at = _model_run_with_resets(w, gen, s.resets) if s.waves else _model_run_timed(s, generated)
+    run, cleared_at = _model_run(s, generated)
     out: list[list[Any]] = []
     for k, e in enumerate([*run.events, None]):
         out += [["C"]] * cleared_at.count(k)
@@ -708,8 +681,8 @@ def model_transitions(
         elif "removed" in d:
             out += [["R", h] for h in d["removed"]["block_hashes"]]
     rename: dict[int, int] = {}
-    for p, g in zip(w.prompts, gen, strict=True):
-        toks = p + g
+    for i, r in enumerate(s.requests):
+        toks = r.prompt() + generated.get(i, [])
         model = sequence_hashes(local_block_hashes(toks, BLOCK_SIZE))
         rename.update(zip(_vllm_chain(none_hash, toks), model, strict=False))
     return out, run.stalled, rename
