@@ -60,14 +60,20 @@ def cmd_conform(args: argparse.Namespace) -> int:
     if why is not None:
         print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
         return 2
-    with Progress(f"conform {t.name}") as bar:
-        out = t.run(
-            workloads=args.workloads,
-            seed=args.seed,
-            max_ops=(args.max_requests or 6) if t.name == "vllm-engine" else (args.max_ops or 24),
-            revision=args.revision,
-            progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
-        )
+    from kvmodel.harness import HarnessError
+
+    try:
+        with Progress(f"conform {t.name}") as bar:
+            out = t.run(
+                workloads=args.workloads,
+                seed=args.seed,
+                max_ops=(args.max_requests or 6) if t.name == "vllm-engine" else (args.max_ops or 24),
+                revision=args.revision,
+                progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
+            )
+    except HarnessError as e:  # the harness failed: no verdict (neither a pass nor a kill)
+        print(f"kvmodel conform: {t.name}: {e}", file=sys.stderr)
+        return EXIT["error"]
     if args.out and (path := t.write_counterexample(out, args.out, args.seed)):
         out["counterexample_path"] = path
     out["verdict"] = "violation" if out["divergences"] else "pass"

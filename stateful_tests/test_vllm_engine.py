@@ -207,3 +207,19 @@ def test_a_reset_between_waves_is_compared_with_the_model(engine: ve.Engine) -> 
     # without the reset the second wave hits the cache and stores nothing
     chk2, _ = ve.check_schedule(engine, ve.Schedule(s.requests, waves=True))
     assert chk2.counts["stored_blocks"] < chk.counts["stored_blocks"]
+
+
+def test_a_harness_failure_is_no_verdict(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A lost batch or a schedule that never drains is an error (exit 2, one line), never a
+    pass (0) or a divergence (1)."""
+    from kvmodel import cli
+
+    require(ve.real_available() is None, str(ve.real_available()))
+
+    def broken(**_: Any) -> dict[str, Any]:
+        raise ve.EngineError("a published KV-event batch never arrived on the wire")
+
+    monkeypatch.setattr(ve, "run", broken)
+    assert cli.main(["conform", "--target", "vllm-engine", "--workloads", "1", "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "never arrived" in err[-1] and "Traceback" not in "\n".join(err)

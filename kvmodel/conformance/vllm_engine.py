@@ -62,6 +62,8 @@ from typing import Any
 
 import attrs
 
+from kvmodel.harness import HarnessError
+
 BLOCK_SIZE = 32
 GPU_BLOCKS = 12  # the null block included: 11 usable
 MAX_MODEL_LEN = 256
@@ -73,6 +75,11 @@ MASK64 = (1 << 64) - 1
 MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "tiny-llama"
 TOPIC = "kv-events"  # the ZMQ topic vLLM publishes under
 SEGMENTS = 4  # distinct 32-token segments prompts are built from
+
+
+class EngineError(HarnessError):
+    """The engine harness failed (a batch lost on the wire, a schedule that never drains): no
+    verdict; ``kvmodel conform`` exits 2 with one line."""
 
 
 def real_available() -> str | None:
@@ -271,7 +278,7 @@ class Engine:
                 self.received = self.published
                 self.isolate()
                 return
-        raise RuntimeError("vLLM's KV-event publisher never reached the subscriber")
+        raise EngineError("vLLM's KV-event publisher never reached the subscriber")
 
     def _recv(self) -> list[Any]:
         import msgspec
@@ -279,7 +286,7 @@ class Engine:
         _topic, seq_b, payload = self.sub.recv_multipart()
         seq = int.from_bytes(seq_b, "big")
         if self.seq >= 0 and seq != self.seq + 1:
-            raise RuntimeError(f"the KV-event stream skipped from batch {self.seq} to {seq}")
+            raise EngineError(f"the KV-event stream skipped from batch {self.seq} to {seq}")
         self.seq = seq
         self.received += 1
         raw = msgspec.msgpack.decode(payload)  # [ts, [events], dp_rank]
@@ -304,7 +311,7 @@ class Engine:
         while self.engine.has_unfinished_requests():
             self.engine.step()
         if not self.engine.reset_prefix_cache():
-            raise RuntimeError("reset_prefix_cache refused on an idle engine")
+            raise EngineError("reset_prefix_cache refused on an idle engine")
         self.sched.kv_cache_manager.take_events()  # the AllBlocksCleared of that reset
         self._drain()
 
@@ -314,7 +321,7 @@ class Engine:
 
         while self.received < self.published:
             if not self.sub.poll(10_000, zmq.POLLIN):
-                raise RuntimeError("a published KV-event batch never arrived on the wire")
+                raise EngineError("a published KV-event batch never arrived on the wire")
             self._recv()
 
     def cached(self) -> set[int]:
@@ -342,7 +349,7 @@ class Engine:
         try:
             while pending or self.engine.has_unfinished_requests():
                 if step > MAX_STEPS:
-                    raise RuntimeError(f"the schedule did not drain in {MAX_STEPS} engine steps")
+                    raise EngineError(f"the schedule did not drain in {MAX_STEPS} engine steps")
                 while resets and not s.waves and resets[0] <= step:
                     resets.pop(0)
                     counts["resets"] += int(bool(self.engine.reset_prefix_cache()))
@@ -385,10 +392,10 @@ class Engine:
                 events: list[dict[str, Any]] = []
                 for _ in range(self.published - before):
                     if not self.sub.poll(10_000):
-                        raise RuntimeError("a published KV-event batch never arrived on the wire")
+                        raise EngineError("a published KV-event batch never arrived on the wire")
                     events += [_event_json(e) for e in self._recv()]
                 if self.received != self.published:
-                    raise RuntimeError("the wire and the publisher disagree on the batches of a step")
+                    raise EngineError("the wire and the publisher disagree on the batches of a step")
                 counts["steps"] += 1
                 for q in [*self.sched.running, *self.sched.waiting]:
                     preempted[q.request_id] = max(preempted.get(q.request_id, 0), int(q.num_preemptions))
