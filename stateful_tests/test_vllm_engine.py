@@ -8,10 +8,12 @@ import hashlib
 import importlib.util
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kvmodel import traces
 from kvmodel.conformance import vllm_engine as ve
 
 from .conftest import require
@@ -186,6 +188,58 @@ def test_the_model_comparison_catches_a_wrong_scheduler_model(
     out = ve.run(workloads=100, seed=0, engine=engine)
     assert out["divergences"] == 1
     assert out["first_divergence"]["model_divergences"], out["first_divergence"]
+    # the shrunk schedule is a trace of the scheduler system: valid, and replaying it on the
+    # (wrong) model stops where the report says the model and vLLM part
+    trace = out["trace"]
+    assert traces.validate(trace) is None
+    assert trace["origin"]["schedule"] == out["counterexample"]
+    d = trace["origin"]["divergence"]
+    res = traces.replay(json.loads(traces.dumps(trace)))
+    assert res.verdict == "violation" and res.divergence_step == d["step"]
+    assert trace["steps"][d["step"]]["observe"] == d["implementation"] != d["model"]
+
+
+def test_conform_writes_a_failing_schedule_as_a_trace_replay_and_show_read(
+    engine: ve.Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``kvmodel conform --target vllm-engine --out DIR`` exits 1 on an unnamed difference and
+    writes the shrunk schedule as a trace; ``kvmodel replay`` re-runs it (exit 1, the divergence
+    at the marked step) and ``kvmodel show`` draws it with that step highlighted."""
+    from kvmodel import cli
+    from kvmodel.conformance import mocker
+
+    monkeypatch.setattr(mocker.VllmScheduler, "release_order", lambda self, copies: list(copies))
+    real_run = ve.run
+    monkeypatch.setattr(ve, "run", lambda **kw: real_run(**kw, engine=engine))
+    assert cli.main(["conform", "--target", "vllm-engine", "--workloads", "100", "--out", str(tmp_path)]) == 1
+    path = tmp_path / "conform-vllm-engine-seed0.json"
+    assert str(path) in capsys.readouterr().out or path.exists()
+    trace = traces.load(path)
+    step = trace["origin"]["divergence"]["step"]
+    assert cli.main(["replay", str(path), "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["divergence_step"] == step
+    html = tmp_path / "t.html"
+    assert cli.main(["show", str(path), "--html", str(html)]) == 0
+    page = html.read_text()
+    assert f'<g id="step-{step}" class="col violation">' in page
+    # on the right model the same trace's recorded observations all reproduce
+    monkeypatch.undo()
+    assert traces.replay(trace).divergence is None
+
+
+def test_a_passing_schedule_replays_on_the_model_step_for_step(engine: ve.Engine) -> None:
+    """What vLLM answered at every action of a schedule (resets, aborts, the finished requests and
+    the per-hash events of every step) is what the scheduler system answers."""
+    chk, _ = ve.check_schedule(engine, SCHEDULES[0])
+    assert not ve.failed(chk)
+    t = ve.engine_trace(SCHEDULES[0], chk, 0)
+    assert traces.validate(t) is None and t["violation"] is None
+    ops = [st["op"] for st in t["steps"]]
+    assert {"add_request", "abort", "reset_prefix_cache", "step"} <= set(ops)
+    assert any(st["observe"]["events"] for st in t["steps"])
+    res = traces.replay(t)
+    assert res.verdict == "pass" and res.steps_run == len(t["steps"])
 
 
 def test_waves_arrive_when_the_engine_is_idle(engine: ve.Engine) -> None:

@@ -119,11 +119,18 @@ class ConformTarget:
     diverges: Callable[[Any], bool] | None = None
 
     def write_counterexample(self, report: dict[str, Any], out_dir: str | Path, seed: int) -> str | None:
-        """Write the report's divergent workload to ``out_dir`` (``conform-TARGET-seedS.json``)."""
+        """Write the report's divergent workload to ``out_dir`` (``conform-TARGET-seedS.json``):
+        the report's ``trace`` when it has one (a kvmodel trace, which ``kvmodel replay`` and
+        ``kvmodel show`` read), else the workload under ``counterexample_key``."""
         if not report.get("counterexample"):
             return None
         path = Path(out_dir) / f"conform-{self.name}-seed{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
+        if report.get("trace"):
+            from kvmodel.traces import write
+
+            write(report["trace"], path)
+            return str(path)
         doc = {"target": self.name, self.counterexample_key: report["counterexample"]}
         path.write_text(json.dumps(doc, indent=2) + "\n")
         return str(path)

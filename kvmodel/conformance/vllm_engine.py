@@ -45,8 +45,9 @@ After every step two checks run, and a third on the whole run:
   transitions (its per-copy events left out, as counted above) and renamed into the model's hashes
   by the tokens, must equal the model's, block by block.
 
-Not yet built (issue 24): a failing schedule written as a trace that ``kvmodel replay`` and
-``kvmodel show`` read (it is in the report and in ``--out``).
+A failing schedule is shrunk and written (``--out``) as a trace of the scheduler system
+(:func:`engine_trace`): ``kvmodel replay`` re-runs it on the model and shows where the model and
+vLLM part, ``kvmodel show`` draws it.
 """
 
 from __future__ import annotations
@@ -342,6 +343,10 @@ class Engine:
         resets, aborts = list(s.resets), sorted(s.aborts)
         ids = {i: f"s{i}" for i in range(len(s.requests))}
         self.generated: dict[int, list[int]] = {}  # request index -> the tokens vLLM sampled
+        # what the harness did to vLLM, in order, with what vLLM answered: [op, args, returns,
+        # the raw events of a step] (``trace_steps`` turns it into the scheduler system's trace)
+        self.actions: list[list[Any]] = []
+        self.step_action: dict[int, int] = {}  # engine step -> its index in ``actions``
         added: set[int] = set()
         preempted: dict[str, int] = {}
         step = 0
@@ -352,12 +357,14 @@ class Engine:
                     raise EngineError(f"the schedule did not drain in {MAX_STEPS} engine steps")
                 while resets and not s.waves and resets[0] <= step:
                     resets.pop(0)
-                    counts["resets"] += int(bool(self.engine.reset_prefix_cache()))
+                    counts["resets"] += self._reset()
                 while aborts and aborts[0][0] <= step:
                     _, k = aborts.pop(0)
-                    if k in added and ids[k] in self.sched.requests:
+                    live = k in added and ids[k] in self.sched.requests
+                    if live:
                         self.engine.abort_request([ids[k]], internal=True)
                         counts["aborts"] += 1
+                    self.actions.append(["abort", {"request": k}, live, []])
                 while pending and (
                     s.requests[pending[0]].at_step <= step
                     if not s.waves
@@ -367,7 +374,7 @@ class Engine:
                         # a new wave, the engine idle: the resets due before it
                         while resets and resets[0] <= s.requests[pending[0]].at_step:
                             resets.pop(0)
-                            counts["resets"] += int(bool(self.engine.reset_prefix_cache()))
+                            counts["resets"] += self._reset()
                     wave = s.requests[pending[0]].at_step
                     i = pending.pop(0)
                     r = s.requests[i]
@@ -376,6 +383,9 @@ class Engine:
                     )
                     ids[i] = self.engine.add_request(f"s{i}", TokensPrompt(prompt_token_ids=r.prompt()), sp)
                     added.add(i)
+                    self.actions.append(
+                        ["add_request", {"request": i, "prompt": r.prompt(), "max_tokens": r.max_tokens}, None, []]
+                    )
                 if not self.engine.has_unfinished_requests():
                     if not s.waves:
                         step = s.requests[pending[0]].at_step if pending else step
@@ -385,9 +395,12 @@ class Engine:
                 prefilling = sum(1 for r in self.sched.running if 0 < r.num_computed_tokens < r.num_prompt_tokens)
                 outs = self.engine.step()
                 back = {v: k for k, v in ids.items()} | {f"s{k}": k for k in ids}
+                done: set[int] = set()
                 for o in outs:  # DELTA outputs: the tokens sampled in this step
                     if o.request_id in back:
                         self.generated.setdefault(back[o.request_id], []).extend(o.outputs[0].token_ids)
+                        if o.finished:
+                            done.add(back[o.request_id])
                 counts["chunked_prefills"] += prefilling
                 events: list[dict[str, Any]] = []
                 for _ in range(self.published - before):
@@ -399,12 +412,19 @@ class Engine:
                 counts["steps"] += 1
                 for q in [*self.sched.running, *self.sched.waiting]:
                     preempted[q.request_id] = max(preempted.get(q.request_id, 0), int(q.num_preemptions))
+                self.step_action[step] = len(self.actions)
+                self.actions.append(["step", {}, sorted(done), events])
                 on_step(step, events, self.cached())
                 step += 1
             counts["preemptions"] = sum(preempted.values())
         finally:
             self.isolate()
         return counts
+
+    def _reset(self) -> int:
+        ok = bool(self.engine.reset_prefix_cache())
+        self.actions.append(["reset_prefix_cache", {}, ok, []])
+        return int(ok)
 
     def close(self) -> None:
         self.sub.close(linger=0)
@@ -462,6 +482,8 @@ class StreamCheck:
         self.copy_removed: set[int] = set()  # hashes removed while another copy remained
         self.parent_of: dict[int, int | None] = {}
         self.model_divergences: list[dict[str, Any]] = []
+        self.steps: list[dict[str, Any]] = []  # the schedule as the scheduler system's trace steps
+        self.step_action: dict[int, int] = {}  # engine step -> its index in ``steps``
 
     def _bad(self, step: int, what: str, **kw: Any) -> None:
         self.violations.append({"step": step, "invariant": what, **kw})
@@ -565,151 +587,115 @@ def _vllm_chain(none_hash: bytes, tokens: Sequence[int]) -> list[int]:
     return out
 
 
-def vllm_transitions(events: Sequence[dict[str, Any]], rename: dict[int, int]) -> list[list[Any]]:
-    """vLLM's stream as per-hash visibility transitions, hashes renamed into the model's: a block
-    stored when its hash gets its first copy (``["S", hash, parent]``), removed when it loses its
-    last (``["R", hash]``), every cache emptied at AllBlocksCleared. vLLM's per-copy events (a
-    second BlockStored, a BlockRemoved while a copy remains) are left out: they are counted by
-    the stream check, and the model publishes per hash as Dynamo's native pool does."""
-    out: list[list[Any]] = []
-    copies: dict[int, int] = {}
+class Visibility:
+    """vLLM's stream as per-hash visibility transitions, hashes renamed into the model's (the
+    scheduler system's event form, :class:`kvmodel.components.mocker_scheduler.system.Transition`):
+    a block stored when its hash gets its first copy, removed when it loses its last, every cache
+    emptied at AllBlocksCleared. vLLM's per-copy events (a second BlockStored, a BlockRemoved while
+    a copy remains) are left out: they are counted by the stream check, and the model publishes per
+    hash as Dynamo's native pool does. A hash the tokens do not explain is named ``vllm:HASH``."""
 
-    def name(h: int | None) -> Any:
-        return None if h is None else rename.get(h, f"vllm:{h}")
+    def __init__(self, rename: dict[int, int]) -> None:
+        self.rename = rename
+        self.copies: dict[int, int] = {}
 
-    for e in events:
-        kind = e.get("type")
-        if kind == "BlockStored":
-            parent = e.get("parent_block_hash")
-            for h in e.get("block_hashes", []):
-                copies[h] = copies.get(h, 0) + 1
-                if copies[h] == 1:
-                    out.append(["S", name(h), name(parent)])
-                parent = h
-        elif kind == "BlockRemoved":
-            for h in e.get("block_hashes", []):
-                copies[h] = copies.get(h, 0) - 1
-                if copies[h] == 0:
-                    del copies[h]
-                    out.append(["R", name(h)])
-        elif kind == "AllBlocksCleared":
-            copies.clear()
-            out.append(["C"])
+    def _name(self, h: int | None) -> Any:
+        return None if h is None else self.rename.get(h, f"vllm:{h}")
+
+    def feed(self, events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        from kvmodel.components.mocker_scheduler.system import Transition
+
+        out: list[Transition] = []
+        for e in events:
+            kind = e.get("type")
+            if kind == "BlockStored":
+                parent = e.get("parent_block_hash")
+                for h in e.get("block_hashes", []):
+                    self.copies[h] = self.copies.get(h, 0) + 1
+                    if self.copies[h] == 1:
+                        out.append(Transition("Stored", self._name(h), self._name(parent)))
+                    parent = h
+            elif kind == "BlockRemoved":
+                for h in e.get("block_hashes", []):
+                    self.copies[h] = self.copies.get(h, 0) - 1
+                    if self.copies[h] == 0:
+                        del self.copies[h]
+                        out.append(Transition("Removed", self._name(h)))
+            elif kind == "AllBlocksCleared":
+                self.copies.clear()
+                out.append(Transition("Cleared"))
+        return [t.to_json() for t in out]
+
+
+def scheduler_config() -> dict[str, Any]:
+    """The scheduler system's configuration that matches the engine's."""
+    return {
+        "block_size": BLOCK_SIZE,
+        "capacity": GPU_BLOCKS - 1,
+        "max_num_batched_tokens": STEP_TOKENS,
+        "max_num_seqs": MAX_NUM_SEQS,
+    }
+
+
+def trace_steps(
+    actions: Sequence[list[Any]], generated: dict[int, list[int]], none_hash: bytes
+) -> list[dict[str, Any]]:
+    """What the harness did to vLLM as steps of the scheduler system (``kvmodel/components/
+    mocker_scheduler``), each observed as vLLM answered: ``add_request`` with the tokens vLLM
+    sampled for it (``output``), ``abort`` and ``reset_prefix_cache`` returning whether they took
+    effect, ``step`` returning the requests that finished and the step's events as per-hash
+    transitions, renamed into the model's hashes by the tokens."""
+    from kvmodel.model.hashing import local_block_hashes, sequence_hashes
+
+    rename: dict[int, int] = {}
+    for op, args, _, _ in actions:
+        if op == "add_request":
+            toks = args["prompt"] + generated.get(args["request"], [])
+            model = sequence_hashes(local_block_hashes(toks, BLOCK_SIZE))
+            rename.update(zip(_vllm_chain(none_hash, toks), model, strict=False))
+    vis = Visibility(rename)
+    out: list[dict[str, Any]] = []
+    for op, args, ret, raw in actions:
+        if op == "add_request":
+            args = {**args, "output": generated.get(args["request"], [])[: args["max_tokens"]]}
+        out.append({"op": op, "args": args, "observe": {"returns": ret, "events": vis.feed(raw)}})
     return out
 
 
-def _model_run(s: Schedule, generated: dict[int, list[int]]) -> tuple[Any, list[int]]:
-    """The model's scheduler stepped pass for pass with the engine (one model pass per engine
-    step), as :meth:`Engine.run` drives vLLM: at each step the resets due (vLLM's
-    ``reset_prefix_cache`` succeeds only when no block is in use: then every cached copy is
-    dropped and an AllBlocksCleared follows; otherwise nothing happens; the mocker has no such
-    call, so this is vLLM's definition applied by the harness), the aborts due (a live request
-    leaves the running or waiting queue and releases its blocks leaf first, as a finish does),
-    then the arrivals (in waves: a wave once the model is idle); an idle model skips to the next
-    arrival. Returns the run and, per successful reset, how many events came before it."""
-    from kvmodel.conformance import mocker
-    from kvmodel.model.g1.pool import NativePool
+def model_compare(steps: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Run ``steps`` on the scheduler system; the first step whose observation differs from
+    vLLM's (or that breaks one of the model's own stream invariants), else ``None``."""
+    from kvmodel.components.mocker_scheduler.system import NAME
+    from kvmodel.systems import make_system
 
-    m = mocker.VllmScheduler(BLOCK_SIZE, GPU_BLOCKS - 1, STEP_TOKENS, MAX_NUM_SEQS)
-    order = sorted(range(len(s.requests)), key=lambda i: (s.requests[i].at_step, i))
-    resets, aborts = sorted(s.resets), sorted(s.aborts)
-    where: dict[int, Any] = {}  # schedule index -> the model's request
-    cleared_at: list[int] = []
-    step = k = 0
-    wave = -1
-
-    def reset() -> None:
-        p = m.pool
-        if len(p.copies) == len(p.inactive) and p.reserved == 0:
-            m.pool = NativePool(GPU_BLOCKS - 1, quirks=p.quirks)
-            cleared_at.append(len(m.events))
-
-    while k < len(order) or len(m.finished) < len(m.requests):
-        if step > MAX_STEPS:
-            return mocker.Run([], [], stalled=True), cleared_at
-        while resets and not s.waves and resets[0] <= step:
-            resets.pop(0)
-            reset()
-        while aborts and aborts[0][0] <= step:
-            _, i = aborts.pop(0)
-            r = where.get(i)
-            if r is None or r.index in m.finished:
-                continue
-            if r in m.running:
-                m.running.remove(r)
-                m._release(r)
-            elif r in m.waiting:
-                m.waiting.remove(r)
-            m.finished.add(r.index)
-        idle = len(m.finished) == len(m.requests)
-        while k < len(order) and (
-            s.requests[order[k]].at_step <= step if not s.waves else idle or s.requests[order[k]].at_step == wave
-        ):
-            i = order[k]
-            r = s.requests[i]
-            if s.waves and r.at_step != wave:
-                while resets and resets[0] <= r.at_step:  # the resets due before this wave
-                    resets.pop(0)
-                    reset()
-                wave, idle = r.at_step, False
-            m.submit(r.prompt(), generated.get(i, []), r.max_tokens)
-            where[i] = m.requests[-1]
-            k += 1
-        if len(m.finished) == len(m.requests):
-            if k < len(order) and not s.waves:
-                step = s.requests[order[k]].at_step
-            continue
-        m.step()
-        step += 1
-    return mocker.Run([e.to_json() for e in m.events], []), cleared_at
-
-
-def model_transitions(
-    s: Schedule, generated: dict[int, list[int]], none_hash: bytes
-) -> tuple[list[list[Any]], bool, dict[int, int]]:
-    """The model of the mocker's vLLM scheduler (:class:`kvmodel.conformance.mocker.VllmScheduler`:
-    batching, the token budget and chunked prefill, FCFS admission, LIFO preemption, over the
-    native pool) on the same schedule, fed the tokens vLLM sampled: its events as per-block
-    transitions, whether it stalled, and the vLLM → model renaming of the hashes the tokens give."""
-    from kvmodel.model.hashing import local_block_hashes, sequence_hashes
-
-    run, cleared_at = _model_run(s, generated)
-    out: list[list[Any]] = []
-    for k, e in enumerate([*run.events, None]):
-        out += [["C"]] * cleared_at.count(k)
-        if e is None:
-            break
-        d = e["data"]
-        if "stored" in d:
-            parent = d["stored"]["parent_hash"]
-            for b in d["stored"]["blocks"]:
-                out.append(["S", b["block_hash"], parent])
-                parent = b["block_hash"]
-        elif "removed" in d:
-            out += [["R", h] for h in d["removed"]["block_hashes"]]
-    rename: dict[int, int] = {}
-    for i, r in enumerate(s.requests):
-        toks = r.prompt() + generated.get(i, [])
-        model = sequence_hashes(local_block_hashes(toks, BLOCK_SIZE))
-        rename.update(zip(_vllm_chain(none_hash, toks), model, strict=False))
-    return out, run.stalled, rename
+    sys_ = make_system(NAME, scheduler_config(), [])
+    for k, st in enumerate(steps):
+        o = sys_.step(st["op"], st["args"])
+        got = o.observation(None)
+        if got != st["observe"] or o.violations:
+            return {
+                "step": k,
+                "op": st["op"],
+                "model": got,
+                "vllm": st["observe"],
+                "violations": [v.to_json() for v in o.violations],
+            }
+    return None
 
 
 def check_schedule(engine: Engine, s: Schedule) -> tuple[StreamCheck, dict[str, int]]:
     chk = StreamCheck(engine.none_hash)
-    seen: list[dict[str, Any]] = []
 
     def on_step(step: int, events: list[dict[str, Any]], cached: set[int]) -> None:
-        seen.extend(events)
         chk.on_step(step, events, cached)
 
     counts = engine.run(s, on_step)
     counts["modelled"] = 1
-    model, stalled, rename = model_transitions(s, engine.generated, engine.none_hash)
-    real = vllm_transitions(seen, rename)
-    if stalled or model != real:
-        k = next((j for j, (a, b) in enumerate(zip(model, real, strict=False)) if a != b), min(len(model), len(real)))
-        chk.model_divergences.append({"stalled": stalled, "at": k, "model": model[k : k + 4], "vllm": real[k : k + 4]})
+    chk.steps = trace_steps(engine.actions, engine.generated, engine.none_hash)
+    chk.step_action = dict(engine.step_action)
+    d = model_compare(chk.steps)
+    if d is not None:
+        chk.model_divergences.append(d)
     return chk, counts
 
 
@@ -770,7 +756,6 @@ def run(
         "counts": totals,
         "named_differences": dict(sorted(named.items())),
         "divergences": 0,
-        "not_built": ["a failing schedule written as a trace that kvmodel replay and kvmodel show read"],
     }
     if first:
         smallest = min(first, key=lambda sc: (len(sc[0].requests), json.dumps(sc[0].to_json())))
@@ -783,7 +768,56 @@ def run(
             "unnamed_router_vs_engine": chk.unnamed[:3],
             "model_divergences": chk.model_divergences[:3],
         }
+        out["trace"] = engine_trace(s, chk, seed)
     return out
+
+
+def engine_trace(s: Schedule, chk: StreamCheck, seed: int) -> dict[str, Any]:
+    """A failing schedule as a trace of the scheduler system (``kvmodel replay`` and ``kvmodel
+    show`` read it): the harness's actions with vLLM's observations recorded, so that replaying
+    it on the model shows where the model and vLLM part. A failure of vLLM's stream or of the
+    router (which the scheduler model does not see) is the trace's ``violation``, at the step of
+    the engine step it happened in; a model difference is ``origin.divergence``."""
+    from kvmodel.components.mocker_scheduler.system import NAME
+    from kvmodel.traces import FORMAT
+
+    origin: dict[str, Any] = {
+        "engine": "conform",
+        "target": "vllm-engine",
+        "implementation": f"vLLM {_vllm_version()} engine",
+        "seed": seed,
+        "schedule": s.to_json(),
+    }
+    found: list[tuple[int, str, dict[str, Any]]] = []
+    for v in chk.violations:
+        found.append((v["step"], f"vllm stream: {v['invariant']}", v))
+    for d in chk.divergences:
+        found.append((d["step"], "router: the real RadixTree equals the model", d))
+    for d in chk.unnamed:
+        found.append((d["step"], "router: its blocks are the engine's cached blocks", d))
+    violation = None
+    if found:
+        step, what, detail = min(found, key=lambda f: f[0])
+        at = chk.step_action.get(step, len(chk.steps) - 1)
+        violation = {"invariant": what, "step": max(0, at), "message": json.dumps(detail, sort_keys=True)[:400]}
+    if chk.model_divergences:
+        d = chk.model_divergences[0]
+        origin["divergence"] = {
+            "step": d["step"],
+            "what": "observations",
+            "model": d["model"],
+            "implementation": d["vllm"],
+        }
+    return {
+        "format": FORMAT,
+        "component": NAME,
+        "config": scheduler_config(),
+        "quirks": [],
+        "revision": None,
+        "origin": origin,
+        "violation": violation,
+        "steps": chk.steps,
+    }
 
 
 def _vllm_version() -> str:
@@ -814,5 +848,4 @@ def describe(out: dict[str, Any]) -> list[str]:
     if out["divergences"]:
         lines.append("  shrunk schedule: " + json.dumps(out["counterexample"], sort_keys=True))
         lines.append("  " + json.dumps(out["first_divergence"], sort_keys=True)[:2000])
-    lines.append("  not built yet: " + "; ".join(out["not_built"]))
     return lines
