@@ -150,6 +150,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from kvmodel import explorer, traces
+    from kvmodel.model.quirks import breakable
 
     c = _component(args.component, lambda c: c.space, "explorable component")
     world = explore_world(args, c)
@@ -165,6 +166,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             max_states=args.max_states,
             graph=bool(args.dot or args.svg),
             progress=lambda n, t, d: bar.update(f"{n:,} states, {t:,} transitions, depth {d}"),
+            until=None if args.exhaustive else breakable(c.name, quirks) - explorer.cannot_break(space),
         )
     out = r.to_json()
     out["verdict"] = r.verdict(expect_witnesses=not quirks)
@@ -361,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_component_options(e, EXPLORE)
     _quirk_group(e)
     e.add_argument("--no-symmetry", action="store_true")
+    e.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="with quirks: search the whole world, not only until each invariant they break has its shortest "
+        "counterexample",
+    )
     e.add_argument("--max-states", type=integer(1, 50_000_000), default=2_000_000, help="stop after this many states")
     e.add_argument("--dot", type=nonempty, metavar="FILE", help="write the state graph in Graphviz DOT")
     e.add_argument("--svg", type=nonempty, metavar="FILE", help="draw the state graph as SVG (needs Graphviz dot)")

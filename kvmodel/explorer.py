@@ -88,6 +88,11 @@ class ExploreResult:
     deadlocks: int = 0
     bytes_per_state: float = 0.0
     concrete_states: int | None = None
+    # the invariants the search stops for once each has its shortest counterexample (``until``),
+    # and whether it stopped so
+    until: list[str] = attrs.field(factory=list)
+    stopped_early: bool = False
+    peak_rss_bytes: int = 0
     graph: Any = None
     moves: list[Any] = attrs.field(factory=list, repr=False)
     space_obj: Any = attrs.field(default=None, repr=False)
@@ -110,7 +115,14 @@ class ExploreResult:
             f"{self.states} states ({self.concrete_states} without symmetry), {self.transitions} transitions, "
             f"depth {self.depth}, {self.seconds:.2f}s ({self.states_per_second:,.0f} states/s, "
             f"{self.bytes_per_state:.0f} bytes/state)"
-            + ("" if self.complete else f"; INCOMPLETE: stopped at {max_states} states")
+            + (
+                ""
+                if self.complete
+                else f"; stopped once each of the {len(self.until)} invariants the quirks break had its shortest "
+                "counterexample (--exhaustive searches on)"
+                if self.stopped_early
+                else f"; INCOMPLETE: stopped at {max_states} states"
+            )
         ]
         lines += [
             f"  {op:<8} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())) for op, c in self.coverage.items()
@@ -138,7 +150,10 @@ class ExploreResult:
             "transitions": self.transitions,
             "depth": self.depth,
             "complete": self.complete,
+            "stopped_early": self.stopped_early,
+            "until": self.until,
             "seconds": round(self.seconds, 3),
+            "peak_rss_bytes": self.peak_rss_bytes,
             "states_per_second": round(self.states_per_second, 1),
             "bytes_per_state": round(self.bytes_per_state, 1),
             "violations": {
@@ -150,6 +165,22 @@ class ExploreResult:
             "coverage": self.coverage,
             "deadlocks": self.deadlocks,
         }
+
+
+def cannot_break(space: Any) -> frozenset[str]:
+    """The invariants ``space`` declares no run of its world breaks (``Space.cannot_break``,
+    optional; none by default)."""
+    f = getattr(space, "cannot_break", None)
+    return frozenset(f()) if f is not None else frozenset()
+
+
+def _peak_rss() -> int:
+    """The process's peak resident set size in bytes (``getrusage``; 0 where unavailable)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def _deep_size(obj: Any, seen: set[int] | None = None) -> int:
@@ -175,9 +206,16 @@ def explore(
     graph: bool = False,
     progress: Callable[[int, int, int], None] | None = None,
     stop_on_violation: bool = False,
+    until: Iterable[str] | None = None,
 ) -> ExploreResult:
     """Breadth-first search of a component's reachable states in the bounded world ``space``
-    (a component's ``Space``: ``kvmodel.components``)."""
+    (a component's ``Space``: ``kvmodel.components``).
+
+    ``until``: invariants to stop for — once each has a counterexample the search ends
+    (``stopped_early``, not ``complete``). Breadth-first order makes each first counterexample a
+    shortest one, so nothing the search would still find is shorter. ``kvmodel explore`` passes
+    the invariants its quirks break (``Quirk.breaks``); an invariant the world cannot break keeps
+    the search going to its end or its bound."""
     if space is None:
         raise TypeError("explore() needs a space: a component's bounded world")
     sp: Space = space
@@ -185,6 +223,8 @@ def explore(
     moves = sp.moves()
     ws = invariants.witnesses_for(sp.component)
     res = ExploreResult(sp.component, init.config, sorted(init.quirks), sp.to_json(), symmetry)
+    wanted = frozenset(until or ())
+    res.until = sorted(wanted)
     k0 = sp.key(init, symmetry)
     # canonical key -> (parent key, index of the move, depth); the root's parent is None
     parent: dict[Any, tuple[Any, int, int]] = {k0: (None, -1, 0)}
@@ -214,6 +254,9 @@ def explore(
     while queue:
         if stop_on_violation and res.violations:
             res.complete = False
+            break
+        if wanted and wanted <= res.violations.keys():
+            res.complete, res.stopped_early = False, True
             break
         k, s = queue.popleft()
         d = parent[k][2]
@@ -264,6 +307,7 @@ def explore(
         if progress is not None and len(parent) % 5000 == 0:
             progress(len(parent), res.transitions, d)
     res.seconds = time.perf_counter() - t0
+    res.peak_rss_bytes = _peak_rss()
     res.states = len(parent)
     res.coverage = {k: dict(v) for k, v in sorted(cov.items())}
     res.missing_witnesses = sorted(w.name for w in ws if w.name not in res.witnesses)

@@ -529,6 +529,38 @@ def validate(component: str, names: Iterable[str]) -> frozenset[str]:
     return out
 
 
+@attrs.frozen
+class Interaction:
+    """Quirks that together break an invariant none of them breaks alone."""
+
+    quirks: frozenset[str]
+    breaks: tuple[str, ...]
+    summary: str
+
+
+INTERACTIONS: tuple[Interaction, ...] = (
+    Interaction(
+        frozenset({"commit_asserts_after_partial_commit", "stored_before_removed"}),
+        ("kvbm.announced_registered",),
+        "A Use that evicts a cached block and then panics in its commit loop (§6 #24) never sends "
+        "that block's Removed; with the Stored groups published before the Removed (§6 #14) the "
+        "router keeps the evicted hash announced while no block is registered under it (found by "
+        "the faithful exploration of the default KVBM world, depth 6).",
+    ),
+)
+
+
+def breakable(component: str, quirks: Iterable[str]) -> frozenset[str]:
+    """The invariants the quirk set ``quirks`` of ``component`` is recorded to break: each
+    quirk's ``breaks`` and those of every :data:`INTERACTIONS` entry it contains — what a search
+    of that model can stop for once each has its shortest counterexample. Empty for the ideal
+    model."""
+    qs = validate(component, quirks)
+    out = {i for q in qs for i in QUIRKS[q].breaks}
+    out.update(i for x in INTERACTIONS if x.quirks <= qs for i in x.breaks)
+    return frozenset(out)
+
+
 def resolve(component: str, quirks: Iterable[str] | None) -> frozenset[str]:
     """The quirk set a model of ``component`` runs with: ``None`` is faithful (the seed's
     revision), anything else is validated. Every model constructor and every system uses it."""

@@ -169,3 +169,62 @@ def test_cli_explore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     capsys.readouterr()
     assert cli.main(["explore", "--component", "warp_core"]) == 2
     assert cli.main(["explore", "--max-batch", "0"]) == 2
+
+
+# ------------------------------------------------------- stopping once every breakable invariant is found
+
+
+def _cli_world(name: str) -> tuple[components.Component, dict[str, Any], explorer.Space]:
+    """The component, config and space ``kvmodel explore --component NAME`` searches."""
+    from kvmodel.cliargs import explore_world
+
+    c = components.get(name)
+    w = explore_world(cli.build_parser().parse_args(["explore", "--component", name]), c)
+    return c, dict(w.config), c.explore_space(w)
+
+
+@pytest.mark.parametrize("component", ["g1_native", "kvbm_block_registry", "lru_evictor_wallclock"])
+def test_a_faithful_search_that_stops_early_finds_what_the_exhaustive_one_finds(component: str) -> None:
+    """Stopped once each invariant the quirks break has a counterexample, the faithful search of
+    the default world finds the same invariants at the same (shortest) depths as the search of
+    the whole world, in fewer states; its counterexamples replay."""
+    from kvmodel.model.quirks import breakable, faithful
+
+    c, config, space = _cli_world(component)
+    qs = sorted(faithful(c.name))
+    full = explorer.explore(config, qs, space)
+    early = explorer.explore(config, qs, space, until=breakable(c.name, qs) - explorer.cannot_break(space))
+    assert full.complete and not full.stopped_early
+    assert early.stopped_early and not early.complete and early.states < full.states
+    assert {k: v["depth"] for k, v in early.violations.items()} == {k: v["depth"] for k, v in full.violations.items()}
+    for inv in early.violations:
+        t = explorer.violation_trace(early, inv)
+        assert (len(t["steps"]) - 1, inv) in traces.replay(t).all_violations
+
+
+def test_quirks_that_break_an_invariant_only_together_are_waited_for() -> None:
+    """``kvbm.announced_registered`` is broken by two KVBM quirks together, by neither alone: the
+    faithful search waits for it, and finds it."""
+    from kvmodel.model.quirks import breakable
+
+    pair = ["commit_asserts_after_partial_commit", "stored_before_removed"]
+    assert "kvbm.announced_registered" in breakable("g1_kvbm", pair)
+    assert all("kvbm.announced_registered" not in breakable("g1_kvbm", [q]) for q in pair)
+    _, config, space = _cli_world("g1_kvbm")
+    assert "kvbm.uncached_silent" in explorer.cannot_break(space)  # no caching-disabled prompt here
+    r = explorer.explore(config, pair, space, until=breakable("g1_kvbm", pair) - explorer.cannot_break(space))
+    assert r.stopped_early and r.violations["kvbm.announced_registered"]["depth"] == 6
+
+
+def test_explore_faithful_stops_early_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's ``kvmodel explore --faithful``: it ends once every invariant the quirks break has
+    its shortest counterexample, reports it (JSON ``stopped_early``, ``until``, ``peak_rss_bytes``),
+    and ``--exhaustive`` is accepted."""
+    assert cli.main(["explore", "--faithful", "--json", "--out", str(tmp_path)]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["stopped_early"] and not out["complete"] and out["verdict"] == "violation"
+    assert sorted(out["violations"]) == out["until"] and out["peak_rss_bytes"] > 0
+    assert len(list(tmp_path.glob("*.json"))) == len(out["until"])
+    assert cli.main(["explore", "--faithful", "--capacity", "1", "--blocks", "1", "--exhaustive"]) == 1
+    text = capsys.readouterr().out
+    assert "stopped once" not in text

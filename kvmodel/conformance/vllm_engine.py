@@ -16,7 +16,7 @@ steps, ``reset_prefix_cache`` and aborts at chosen steps. One engine serves ever
 two, every request is aborted, the prefix cache is reset and the scheduler's queued events are
 drained (``stateful_tests/test_vllm_engine.py`` compares a reused and a fresh engine).
 
-After every step two checks run, and a third on the whole run:
+After every step two checks run, and a third after every action of the harness:
 
 * **stream invariants** on vLLM's events: a BlockStored's parent was stored and not removed
   since; a BlockRemoved names a stored hash; AllBlocksCleared empties the stream's view; every
@@ -36,14 +36,14 @@ After every step two checks run, and a third on the whole run:
   difference ``vllm.per_copy_removed``; any other is unnamed, and an unnamed difference fails
   the run like a divergence.
 
-* **the model of the same schedule**: the model of the mocker's vLLM scheduler
-  (:class:`kvmodel.conformance.mocker.VllmScheduler`: batching, the token budget and chunked
-  prefill, FCFS admission, LIFO preemption, over the native pool) runs the same schedule fed the
-  tokens vLLM sampled — waves as arrival groups; timed arrivals, resets and aborts pass for pass,
-  one model pass per engine step; a reset as vLLM defines it (when no block is in use, every cached
-  copy dropped and an AllBlocksCleared) — and vLLM's stream, projected onto per-hash visibility
-  transitions (its per-copy events left out, as counted above) and renamed into the model's hashes
-  by the tokens, must equal the model's, block by block.
+* **the model of the same schedule, action for action**: what the harness did to vLLM (adds
+  with the tokens vLLM sampled, aborts, resets, steps) is applied to the scheduler system
+  (:mod:`kvmodel.components.mocker_scheduler.system`: the model of the mocker's vLLM scheduler —
+  batching, the token budget and chunked prefill, FCFS admission, LIFO preemption, over the
+  native pool — with vLLM's definitions of a reset and an abort), and each action's observation
+  must be vLLM's: whether an abort or reset took effect, the requests each step finished, and
+  each step's events (vLLM's projected onto per-hash visibility transitions, its per-copy events
+  left out as counted above, and renamed into the model's hashes by the tokens).
 
 A failing schedule is shrunk and written (``--out``) as a trace of the scheduler system
 (:func:`engine_trace`): ``kvmodel replay`` re-runs it on the model and shows where the model and

@@ -46,6 +46,14 @@ class KvbmSpace(NoSymmetry):
     def to_json(self) -> dict[str, int]:
         return {k: int(v) for k, v in attrs.asdict(self).items()}
 
+    def cannot_break(self) -> frozenset[str]:
+        """Invariants no run of this world breaks, whatever its quirks (``kvmodel explore`` does
+        not wait for them): without the third prompt, the caching-disabled one, no sequence is
+        uncached, so ``kvbm.uncached_silent`` holds."""
+        return (
+            frozenset() if any(not c for _, c in KVBM_PROMPTS[: self.prompts]) else frozenset({"kvbm.uncached_silent"})
+        )
+
     def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
         from kvmodel.components.g1_kvbm.system import G1KvbmSystem
 
