@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import __version__, explorer, promela
+from kvmodel import __version__, promela
 from kvmodel.components.kv_manager.space import KvSpace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,13 +82,19 @@ def run_spin(capacity: int, space: KvSpace, workdir: Path, expected: int) -> dic
 
 
 def run_ours(capacity: int, space: KvSpace) -> dict[str, Any]:
-    r = explorer.explore({"max_capacity": capacity}, (), space, symmetry=True)
+    """``kvmodel explore`` in its own process (so that its peak RSS is this search's alone)."""
+    cmd = [sys.executable, "-m", "kvmodel.cli", "explore", "--ideal", "--json", "--capacity", str(capacity)]
+    cmd += ["--blocks", str(space.n_full), "--partials", str(space.partials)]
+    cmd += ["--max-batch", str(space.max_batch), "--max-refcount", str(space.max_refcount)]
+    r = json.loads(subprocess.run(cmd, check=False, capture_output=True, text=True).stdout)
     return {
-        "states": r.states,
-        "concrete_states": r.concrete_states,
-        "transitions": r.transitions,
-        "seconds": round(r.seconds, 3),
-        "bytes_per_state": round(r.bytes_per_state, 1),
+        "states": r["states"],
+        "concrete_states": r["concrete_states"],
+        "transitions": r["transitions"],
+        "seconds": round(r["seconds"], 3),
+        "transitions_per_second": round(r["transitions"] / max(r["seconds"], 1e-6)),
+        "bytes_per_state": round(r["bytes_per_state"], 1),
+        "peak_rss_mb": round(r["peak_rss_bytes"] / 2**20, 1),
     }
 
 
@@ -118,7 +124,8 @@ def main() -> int:
             print(
                 f"C={cap}: SPIN {s['stored_states']} states, search {s['search_s']}s, pan run {s['pan_s']}s, "
                 f"total {s['total_s']}s, {s['memory_mb']} MB | "
-                f"kvmodel {o['states']} canonical = {o['concrete_states']} concrete, {o['seconds']}s | "
+                f"kvmodel {o['states']} canonical = {o['concrete_states']} concrete, {o['seconds']}s, "
+                f"{o['peak_rss_mb']} MB peak RSS | "
                 f"same machine: {row['same_machine']}",
                 flush=True,
             )
