@@ -82,6 +82,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
     else:
         lines = t.describe(out)
         print("\n".join([f"{t.name}: {lines[0]}", *lines[1:]]))
+        if out.get("counterexample_path"):
+            how = " (a trace: kvmodel replay and kvmodel show read it)" if out.get("trace") else ""
+            print(f"counterexample: {out['counterexample_path']}{how}")
     return EXIT[out["verdict"]]
 
 
