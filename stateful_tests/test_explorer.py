@@ -156,6 +156,7 @@ def test_cli_explore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
                 "4",
                 "--cleanup-threshold",
                 "1",
+                "--exhaustive",
                 "--json",
                 "--out",
                 str(tmp_path / "l"),
