@@ -840,8 +840,8 @@ def describe(out: dict[str, Any]) -> list[str]:
         f"{c.get('per_copy_removed', 0)} BlockRemoved while another copy serves the hash"
     )
     lines.append(
-        f"  the model of the mocker's vLLM scheduler: {c.get('modelled', 0)} schedules compared "
-        "event by event up to the renaming the tokens give"
+        f"  the model of the mocker's vLLM scheduler: {c.get('modelled', 0)} schedules compared action for "
+        "action (answers, finished requests, each step's events up to the renaming the tokens give)"
     )
     for name, n in out["named_differences"].items():
         lines.append(f"  named difference {name}: router and engine cache differ at {n} step(s)")
