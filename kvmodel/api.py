@@ -575,18 +575,13 @@ def _minimize(
 ) -> list[tuple[str, Any]]:
     """Drop every step whose removal keeps a divergence (1-minimal); a dropped step may make
     a later one invalid for the model (a name not bound): such candidates are skipped."""
-    cur = list(ops)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(cur)):
-            cand = cur[:i] + cur[i + 1 :]
-            try:
-                d, _ = differential(impl, component, config, quirks, cand, call)
-            except InvalidInput:
-                continue
-            if d is not None and d.what != "timeout":
-                cur = cand[: d.step + 1]
-                changed = True
-                break
-    return cur
+    from kvmodel.shrink import one_minimal
+
+    def still(cand: list[tuple[str, Any]]) -> list[tuple[str, Any]] | None:
+        try:
+            d, _ = differential(impl, component, config, quirks, cand, call)
+        except InvalidInput:
+            return None
+        return cand[: d.step + 1] if d is not None and d.what != "timeout" else None
+
+    return one_minimal(ops, still)

@@ -96,21 +96,17 @@ def minimize(
                 return i
         return None
 
+    from kvmodel.shrink import one_minimal
+
     end = breaks(cur)
     if end is None:
         return cur
-    cur = cur[: end + 1]
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(cur) - 1, -1, -1):
-            cand = cur[:i] + cur[i + 1 :]
-            hit = breaks(cand)
-            if hit is not None:
-                cur = cand[: hit + 1]
-                changed = True
-                break
-    return cur
+
+    def still(cand: list[tuple[str, Any]]) -> list[tuple[str, Any]] | None:
+        hit = breaks(cand)
+        return None if hit is None else cand[: hit + 1]
+
+    return one_minimal(cur[: end + 1], still, last_first=True)
 
 
 def dumps(trace: dict[str, Any]) -> str:

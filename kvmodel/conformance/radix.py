@@ -207,18 +207,10 @@ def differential(
 def minimize(
     left: RadixAdapter, right: RadixAdapter, ops: list[dict[str, Any]], probes: Sequence[Sequence[int]]
 ) -> list[dict[str, Any]]:
-    """Drop every operation whose removal keeps a divergence (1-minimal)."""
-    cur = list(ops)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(cur)):
-            cand = cur[:i] + cur[i + 1 :]
-            if differential(left, right, cand, probes) is not None:
-                cur = cand
-                changed = True
-                break
-    return cur
+    """Drop every operation whose removal keeps a divergence (1-minimal; :mod:`kvmodel.shrink`)."""
+    from kvmodel.shrink import one_minimal
+
+    return one_minimal(ops, lambda cand: cand if differential(left, right, cand, probes) is not None else None)
 
 
 @attrs.define

@@ -381,18 +381,15 @@ def _as_picks(ran: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _minimize(left: PoolAdapter, right: PoolAdapter, ran: list[dict[str, Any]], cap: int) -> list[dict[str, Any]]:
-    cur = list(ran)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(cur)):
-            cand = cur[:i] + cur[i + 1 :]
-            d, cran, _ = differential(left, right, _as_picks(cand), cap)
-            if d is not None:
-                cur = cran[: d.step + 1]
-                changed = True
-                break
-    return cur
+    """Drop every operation whose removal keeps a divergence (1-minimal; :mod:`kvmodel.shrink`);
+    a candidate goes on as the operations it ran up to the divergence."""
+    from kvmodel.shrink import one_minimal
+
+    def still(cand: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        d, cran, _ = differential(left, right, _as_picks(cand), cap)
+        return None if d is None else cran[: d.step + 1]
+
+    return one_minimal(ran, still)
 
 
 def duplicate_witness(right: PoolAdapter) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""The one minimizer (``kvmodel/shrink.py``) every counterexample goes through."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvmodel.shrink import one_minimal
+
+
+def _has_subsequence(xs: list[int], sub: list[int]) -> bool:
+    it = iter(xs)
+    return all(any(x == s for x in it) for s in sub)
+
+
+@given(st.lists(st.integers(0, 5), max_size=30), st.lists(st.integers(0, 5), min_size=1, max_size=4))
+def test_the_result_still_fails_and_no_single_deletion_does(xs: list[int], sub: list[int]) -> None:
+    """For a failure "contains ``sub`` as a subsequence", the result fails, is a subsequence of the
+    input, and is 1-minimal (here: exactly ``sub``)."""
+    xs = xs + sub  # the input fails
+    for last_first in (False, True):
+        got = one_minimal(xs, lambda c: c if _has_subsequence(c, sub) else None, last_first=last_first)
+        assert _has_subsequence(got, sub) and _has_subsequence(xs, got)
+        assert all(not _has_subsequence(got[:i] + got[i + 1 :], sub) for i in range(len(got)))
+        assert got == sub
+
+
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=30))
+def test_a_candidate_goes_on_as_what_ran_up_to_its_failure(xs: list[int]) -> None:
+    """A failure at the first 7 truncates the candidate after it; the result is ``[7]``."""
+    xs = [*xs, 7]
+
+    def first_seven(c: list[int]) -> list[int] | None:
+        return c[: c.index(7) + 1] if 7 in c else None
+
+    assert one_minimal(xs, first_seven) == [7]
+
+
+def test_nothing_is_deleted_when_every_deletion_passes() -> None:
+    assert one_minimal([1, 2, 3], lambda c: c if len(c) == 3 else None) == [1, 2, 3]
