@@ -267,10 +267,11 @@ class Unrolling:
 
 
 def INTEGER_BMC_TACTIC() -> z3.Tactic:
-    """BMC of an integer spec (G1, KVBM): each depth's query solved from scratch after
-    simplification and equation solving. On the G1 quirk ``prefix_hit_first_copy_only`` (depth 6,
-    ``kvmodel check --component g1 --engine z3``) it takes 20 s against 32 s for the incremental
-    solver; the KVBM rows are unchanged (docs/performance.md). k-induction stays incremental."""
+    """BMC of an integer spec (KVBM; any spec whose ``bounded`` keeps integers): each depth's
+    query solved from scratch after simplification and equation solving. On the G1 quirk
+    ``prefix_hit_first_copy_only`` (depth 6) it took 20 s against 32 s for the incremental
+    solver, before the G1 spec's BMC moved to bit-vectors (7.9 s; ``benchmarks/g1_bmc.py``);
+    the KVBM rows are unchanged (docs/performance.md). k-induction stays incremental."""
     return z3.Then("simplify", "propagate-values", "solve-eqs", "smt")
 
 

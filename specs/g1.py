@@ -78,16 +78,22 @@ UNIVERSES: dict[str, dict[str, Any]] = {
 }
 
 
-def _cnt(bs: Iterable[Any]) -> Any:
+def _int(v: int) -> Any:
+    return z3.IntVal(v)
+
+
+def _cnt(bs: Iterable[Any], num: Callable[[int], Any] = _int) -> Any:
+    """How many of the formulas ``bs`` hold, in the spec's arithmetic (``num`` makes literals)."""
     items = list(bs)
-    return z3.Sum([z3.If(b, 1, 0) for b in items]) if items else z3.IntVal(0)
+    return z3.Sum([z3.If(b, num(1), num(0)) for b in items]) if items else num(0)
 
 
 class _Sym:
     """Imperative construction of a post-state: assignments under the current path condition."""
 
-    def __init__(self, s: State) -> None:
+    def __init__(self, s: State, num: Callable[[int], Any] = _int) -> None:
         self.pre = s
+        self.num = num
         self.v: dict[str, Any] = {n: s[n] for n in s}
         self.path: list[Any] = []
 
@@ -101,7 +107,7 @@ class _Sym:
         if isinstance(val, bool):
             val = z3.BoolVal(val)
         elif isinstance(val, int):
-            val = z3.IntVal(val)
+            val = self.num(val)
         self.v[n] = val if not self.path else z3.If(self.cond(), val, self.v[n])
 
     @contextmanager
@@ -119,7 +125,7 @@ class G1Spec:
     ) -> None:
         self.u = universe or G1Universe()
         self.quirks = validate(COMPONENT, quirks)
-        self.width = width  # unused: integers stay small and exact
+        self.width = width  # None: unbounded integers (proofs); else signed bit-vectors (BMC)
         self._world()
         self.ts = self._build()
 
@@ -132,8 +138,22 @@ class G1Spec:
     def universe_json(self) -> dict[str, Any]:
         return self.u.to_json()
 
+    def num(self, v: int) -> Any:
+        """A numeric literal of the spec's arithmetic (integers, or bit-vectors for BMC)."""
+        return z3.IntVal(v) if self.width is None else z3.BitVecVal(v, self.width)
+
+    def cnt(self, bs: Iterable[Any]) -> Any:
+        return _cnt(bs, self.num)
+
     def bounded(self, depth: int) -> G1Spec:
-        return self
+        """The same spec over signed bit-vectors wide enough that no value reachable within
+        ``depth`` steps overflows, so BMC on it is exact (k-induction keeps unbounded integers).
+        The stamp clock ``tick`` is the only value that grows with depth: one step stamps at
+        most every slot and every table entry; the others are bounded by the world (slots,
+        hash ids, table positions, prompt lengths, events per step)."""
+        per_step = 2 * (self.C + self.J * self.O) + 2
+        top = max(1 + depth * per_step, self.H, self.C, max(self.L) + self.u.pushes, 4) + 2
+        return G1Spec(self.u, self.quirks, width=max(6, top.bit_length() + 2))
 
     # ------------------------------------------------------------------ the world
 
@@ -165,13 +185,13 @@ class G1Spec:
 
     def fh(self, p: Any, j: int) -> Any:
         """Hash id of block ``j`` of prompt ``p`` (symbolic prompt), -1 when it is never full."""
-        e: Any = z3.IntVal(-1)
+        e: Any = self.num(-1)
         for k in range(self.P - 1, -1, -1):
             e = z3.If(p == k, self.FH[k][j], e)
         return e
 
     def plen(self, p: Any) -> Any:
-        e: Any = z3.IntVal(self.L[0])
+        e: Any = self.num(self.L[0])
         for k in range(1, self.P):
             e = z3.If(p == k, self.L[k], e)
         return e
@@ -234,14 +254,14 @@ class G1Spec:
         return z3.And(self.cached(m, c, h), z3.Not(z3.Or(older)) if older else z3.BoolVal(True))
 
     def primary(self, m: Any, h: Any) -> Any:
-        e: Any = z3.IntVal(-1)
+        e: Any = self.num(-1)
         for c in range(self.C - 1, -1, -1):
             e = z3.If(self.is_primary(m, c, h), c, e)
         return e
 
     def lru_head(self, m: Any) -> Any:
         """The LRU's head: the smallest stamp (ties broken by slot), -1 when empty."""
-        e: Any = z3.IntVal(-1)
+        e: Any = self.num(-1)
         for c in range(self.C - 1, -1, -1):
             first = [
                 z3.Or(m[f"cl{d}"] <= 0, m[f"cl{d}"] > m[f"cl{c}"], z3.And(m[f"cl{d}"] == m[f"cl{c}"], d > c))
@@ -252,10 +272,10 @@ class G1Spec:
         return e
 
     def free_capacity(self, m: Any) -> Any:
-        return self.C - _cnt(self.live(m, c) for c in range(self.C)) - m["rsv"]
+        return self.C - self.cnt(self.live(m, c) for c in range(self.C)) - m["rsv"]
 
     def lru_len(self, m: Any) -> Any:
-        return _cnt(m[f"cl{c}"] > 0 for c in range(self.C))
+        return self.cnt(m[f"cl{c}"] > 0 for c in range(self.C))
 
     def slot_set(self, m: _Sym, c: Any, name: str, val: Any) -> None:
         """``name<c> := val`` for a symbolic slot ``c``."""
@@ -312,7 +332,7 @@ class G1Spec:
 
     def alloc_private(self, m: _Sym) -> Any:
         """The first free slot becomes a private copy (one reserved slot consumed); the slot."""
-        c = z3.IntVal(-1)
+        c = self.num(-1)
         for k in range(self.C - 1, -1, -1):
             c = z3.If(m[f"cs{k}"] == FREE, k, c)
         self.slot_set(m, c, "cs", PRIVATE)
@@ -405,7 +425,7 @@ class G1Spec:
         return m.v
 
     def start(self, s: State) -> _Sym:
-        m = _Sym(s)
+        m = _Sym(s, self.num)
         for f in ("f_par", "f_fail", "f_tr", "f_unk", "f_tail"):
             m.set(f, False)
         m.set("res", DONE)
@@ -437,8 +457,8 @@ class G1Spec:
                 h = self.fh(pr, j)
                 run = z3.And(run, j < cap, j < un, s[f"uf{o}_{j}"], h >= 0, self.visible(s, h), s[f"tl{o}"] == 0)
                 hits.append(run)
-            npre = _cnt(hits)
-            pinned_idle = _cnt(
+            npre = self.cnt(hits)
+            pinned_idle = self.cnt(
                 z3.And(
                     hits[j],
                     z3.Or([z3.And(self.is_primary(s, c, self.fh(pr, j)), self.idle(s, c)) for c in range(self.C)]),
@@ -485,7 +505,7 @@ class G1Spec:
                 with m.when(i == j):
                     h = self.FH_sym(m[f"pr{o}"], j)
                     vis = self.cache_private(m, c, h)
-                    parent = self.FH_sym(m[f"pr{o}"], j - 1) if j else z3.IntVal(-1)
+                    parent = self.FH_sym(m[f"pr{o}"], j - 1) if j else self.num(-1)
                     has_parent = m[f"uf{o}_{j - 1}"] if j else z3.BoolVal(False)
                     with m.when(vis):
                         self.announce(m, h, z3.If(has_parent, parent, -1), z3.BoolVal(True))
@@ -494,7 +514,7 @@ class G1Spec:
         return bad
 
     def FH_sym(self, p: Any, j: int) -> Any:
-        return self.fh(p, j) if j >= 0 else z3.IntVal(-1)
+        return self.fh(p, j) if j >= 0 else self.num(-1)
 
     def _seq_promote_cond(self, m: Any, o: int, ln: Any) -> Any:
         """``ActiveSequence::promote`` applies: the trailing unique block is a partial whose block is complete."""
@@ -670,8 +690,8 @@ class G1Spec:
                 full = j < n // BS and h >= 0
                 run = z3.And(run, full and j < blocks, self.visible(s, h) if full else z3.BoolVal(False))
                 hits.append(run)
-            npre = _cnt(hits)
-            pinned_idle = _cnt(
+            npre = self.cnt(hits)
+            pinned_idle = self.cnt(
                 z3.And(
                     hits[j],
                     z3.Or([z3.And(self.is_primary(s, c, self.FH[p][j]), self.idle(s, c)) for c in range(self.C)]),
@@ -774,7 +794,7 @@ class G1Spec:
         C, NO, J = self.C, self.O, self.J
 
         def capacity(s: State) -> Any:
-            return z3.And(_cnt(self.live(s, c) for c in range(C)) + s["rsv"] <= C, s["rsv"] >= 0)
+            return z3.And(self.cnt(self.live(s, c) for c in range(C)) + s["rsv"] <= C, s["rsv"] >= 0)
 
         def lru(s: State) -> Any:
             out = []
@@ -784,7 +804,7 @@ class G1Spec:
             return z3.And(*out)
 
         def announced(s: State) -> Any:
-            return z3.And(*[s[f"an{h}"] == z3.If(self.visible(s, h), 1, 0) for h in range(self.H)])
+            return z3.And(*[s[f"an{h}"] == z3.If(self.visible(s, h), self.num(1), self.num(0)) for h in range(self.H)])
 
         def reserved(s: State) -> Any:
             held = z3.If(s["dec"], s["dcf"], 0) + z3.Sum([z3.If(s[f"sq{o}"] == 2, s[f"dfr{o}"], 0) for o in range(NO)])
@@ -816,11 +836,13 @@ class G1Spec:
                 pins = [
                     z3.And(s[f"sq{o}"] == 2, j < s[f"dn{o}"], s[f"ds{o}_{j}"] == c) for o in range(NO) for j in range(J)
                 ]
-                out.append(z3.Implies(s[f"cs{c}"] == PRIVATE, _cnt(entries) == 1))
+                out.append(z3.Implies(s[f"cs{c}"] == PRIVATE, self.cnt(entries) == 1))
                 out.append(
-                    z3.Implies(s[f"cs{c}"] == CACHED, z3.And(s[f"cr{c}"] == _cnt(entries), s[f"cp{c}"] == _cnt(pins)))
+                    z3.Implies(
+                        s[f"cs{c}"] == CACHED, z3.And(s[f"cr{c}"] == self.cnt(entries), s[f"cp{c}"] == self.cnt(pins))
+                    )
                 )
-                out.append(z3.Implies(s[f"cs{c}"] == FREE, z3.And(_cnt(entries) == 0, _cnt(pins) == 0)))
+                out.append(z3.Implies(s[f"cs{c}"] == FREE, z3.And(self.cnt(entries) == 0, self.cnt(pins) == 0)))
                 out.append(z3.Or(s[f"cs{c}"] == FREE, s[f"cs{c}"] == PRIVATE, s[f"cs{c}"] == CACHED))
             for o in range(NO):
                 for j in range(J):
@@ -944,7 +966,7 @@ class G1Spec:
                 ops.append(Operation(f"reserve_destination.{o}.{p}", (), self._reserve_destination(o, p)))
             ops.append(Operation(f"activate_destination.{o}", (), self._activate(o)))
             ops.append(Operation(f"cancel_destination.{o}", (), self._cancel(o)))
-        return TransitionSystem(COMPONENT, self.variables(), self.init, tuple(ops), self.properties(), None)
+        return TransitionSystem(COMPONENT, self.variables(), self.init, tuple(ops), self.properties(), self.width)
 
     # ------------------------------------------------------------------ to the executable model
 

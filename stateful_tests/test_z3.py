@@ -182,6 +182,33 @@ def test_faithful_g1_keeps_capacity_and_the_lru() -> None:
     assert st["g1.capacity"] == "proved" and st["g1.stored_parent_announced"] != "proved"
 
 
+@pytest.mark.parametrize("quirk", [q.name for q in quirks_of("g1_native") if q.name != "prefix_hit_first_copy_only"])
+def test_g1_bmc_on_bit_vectors_agrees_with_integers(quirk: str) -> None:
+    """``G1Spec.bounded`` (signed bit-vectors, what BMC runs) finds what the unbounded integer
+    spec finds, at the same depth, for every quirk's invariants."""
+    spec = make_spec("g1_native", {}, [quirk])
+    d = 4
+    bounded = spec.bounded(d)
+    assert bounded.ts.width is not None and spec.ts.width is None
+    props = list(QUIRKS[quirk].breaks)
+    bv = {r.name: (r.status, r.k) for r in bmc(bounded.ts, d, properties=props)}
+    ints = {r.name: (r.status, r.k) for r in bmc(spec.ts, d, properties=props)}
+    assert bv == ints and all(st == "violated" for st, _ in bv.values())
+
+
+def test_g1_bit_vector_width_covers_the_clock() -> None:
+    """The only value that grows with depth, the stamp clock, stays below what ``bounded(d)``
+    allows for: checked by BMC on the unbounded spec (faithful, so every quirk's paths count)."""
+    spec = make_spec("g1_native", {}, faithful("g1_native"))
+    d = 3
+    w = spec.bounded(d).ts.width
+    assert w is not None
+    top = 2 ** (w - 1) - 1  # the largest signed value
+    spec.ts.properties = (*spec.ts.properties, Property("tick_fits", lambda s: s["tick"] + 2 * spec.C <= top))
+    (r,) = bmc(spec.ts, d, properties=["tick_fits"])
+    assert r.status == "holds_to_depth" and r.k == d
+
+
 def test_g1_spec_world_is_bounded() -> None:
     from kvmodel.model.errors import InvalidInput
 
