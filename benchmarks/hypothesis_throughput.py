@@ -95,23 +95,54 @@ def model_only(n_steps: int = 50_000, seed: int = 1) -> dict[str, Any]:
     return {"steps": n_steps, "seconds": dt, "steps_per_s": n_steps / dt}
 
 
+SEEDS = (0, 1, 2)
+
+
 def time_to_find() -> list[dict[str, Any]]:
+    """Per quirk and seed, the time to a shrunk counterexample and its length, two ways in the
+    same run: the default (Hypothesis generates; the first failing example is shrunk by step
+    deletion, ``kvmodel.traces.minimize``) and with Hypothesis's shrink phase before it."""
     rows = []
     for q in quirks_of("kv_manager") + quirks_of("lru_evictor_wallclock"):
         comp = q.component
         cfg = {"cleanup_threshold": 50} if comp.startswith("lru") else {"max_capacity": 4}
-        r = machines.run(comp, config=cfg, quirks=(q.name, *q.requires), target=q.breaks, max_examples=3000, seed=0)
-        rows.append(
-            {
-                "quirk": q.name,
-                "found": r.violation is not None,
-                "invariant": r.violation["invariant"] if r.violation else None,
-                "seconds": round(r.seconds, 3),
-                "examples_incl_shrink": r.examples,
-                "trace_steps": len(r.trace["steps"]) if r.trace else None,
+        row: dict[str, Any] = {"quirk": q.name}
+        for label, hs in (("deletion", False), ("hypothesis_shrink", True)):
+            per_seed = []
+            for seed in SEEDS:
+                r = machines.run(
+                    comp,
+                    config=cfg,
+                    quirks=(q.name, *q.requires),
+                    target=q.breaks,
+                    max_examples=3000,
+                    seed=seed,
+                    hypothesis_shrink=hs,
+                )
+                per_seed.append(
+                    {
+                        "seed": seed,
+                        "found": r.violation is not None,
+                        "invariant": r.violation["invariant"] if r.violation else None,
+                        "seconds": round(r.seconds, 3),
+                        "examples": r.examples,
+                        "trace_steps": len(r.trace["steps"]) if r.trace else None,
+                    }
+                )
+            found = [x for x in per_seed if x["found"]]
+            row[label] = {
+                "seeds": per_seed,
+                "median_seconds": round(statistics.median(x["seconds"] for x in per_seed), 3),
+                "median_steps": statistics.median(x["trace_steps"] for x in found) if found else None,
+                "found": len(found),
             }
+        d, h = row["deletion"], row["hypothesis_shrink"]
+        print(
+            f"  {q.name:<38} deletion {d['median_seconds']:>6.2f}s {d['median_steps']} steps;"
+            f" with Hypothesis's shrink {h['median_seconds']:>6.2f}s {h['median_steps']} steps",
+            flush=True,
         )
-        print(f"  {q.name:<38} {rows[-1]['seconds']:>7.2f}s  {rows[-1]['trace_steps']} steps", flush=True)
+        rows.append(row)
     return rows
 
 
@@ -164,7 +195,10 @@ def main() -> int:
         },
         "model_and_invariants_only": mo,
         "time_to_find": ttf,
-        "median_time_to_find_s": statistics.median(r["seconds"] for r in ttf),
+        "median_time_to_find_s": statistics.median(r["deletion"]["median_seconds"] for r in ttf),
+        "median_time_to_find_s_hypothesis_shrink": statistics.median(
+            r["hypothesis_shrink"]["median_seconds"] for r in ttf
+        ),
     }
     if runs_peer:
         result["ratio_steps_per_s_kvmodel_over_peer"] = round(

@@ -16,7 +16,11 @@ T = TypeVar("T")
 
 
 def one_minimal(
-    steps: Sequence[T], still_fails: Callable[[list[T]], list[T] | None], *, last_first: bool = False
+    steps: Sequence[T],
+    still_fails: Callable[[list[T]], list[T] | None],
+    *,
+    last_first: bool = False,
+    pairs_up_to: int = 0,
 ) -> list[T]:
     """Delete single steps while ``still_fails(candidate)`` says the candidate still fails.
 
@@ -24,8 +28,24 @@ def one_minimal(
     from — the candidate itself, or the part of it that ran up to the failure (a failure at step
     ``k`` makes every later step irrelevant). ``last_first`` tries deletions from the end first.
     After each successful deletion the scan starts again; the result is a sequence from which no
-    single deletion still fails."""
+    single deletion still fails.
+
+    With ``pairs_up_to`` > 0, a result of at most that many steps is then also made 2-minimal:
+    every pair of steps is tried for deletion (a step that is needed only because another one
+    is there — a set-up and the step that undoes it — goes with it), and after a successful pair
+    deletion single deletions are tried again. At most ``n·(n-1)/2`` re-runs per round."""
     cur = list(steps)
+    while True:
+        cur = _singles(cur, still_fails, last_first)
+        if len(cur) > pairs_up_to:
+            return cur
+        got = _pairs(cur, still_fails)
+        if got is None:
+            return cur
+        cur = got
+
+
+def _singles(cur: list[T], still_fails: Callable[[list[T]], list[T] | None], last_first: bool) -> list[T]:
     changed = True
     while changed:
         changed = False
@@ -37,3 +57,14 @@ def one_minimal(
                 changed = True
                 break
     return cur
+
+
+def _pairs(cur: list[T], still_fails: Callable[[list[T]], list[T] | None]) -> list[T] | None:
+    """The first candidate with two steps deleted that still fails, or ``None``."""
+    n = len(cur)
+    for j in range(n - 1, 0, -1):
+        for i in range(j - 1, -1, -1):
+            got = still_fails(cur[:i] + cur[i + 1 : j] + cur[j + 1 :])
+            if got is not None:
+                return list(got)
+    return None

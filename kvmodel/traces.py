@@ -21,6 +21,8 @@ from kvmodel.model.errors import InvalidInput
 from kvmodel.systems import make_system
 
 FORMAT = "kvmodel-trace/1"
+# counterexamples this short are made 2-minimal (every pair of steps tried for deletion)
+PAIRS_UP_TO = 12
 
 
 class TraceError(Exception):
@@ -80,9 +82,11 @@ def minimize(
     ops: Sequence[tuple[str, Any]],
     invariant: str,
 ) -> list[tuple[str, Any]]:
-    """Greedy one-step deletion: drop any step whose removal still breaks ``invariant``.
+    """Greedy deletion: drop any step whose removal still breaks ``invariant``, then (for at most
+    ``PAIRS_UP_TO`` steps) any pair of steps.
 
-    The result is 1-minimal: removing any single remaining step loses the violation.
+    The result is 1-minimal (2-minimal when short): removing any single remaining step (any
+    two) loses the violation.
     Systems are deterministic, so each candidate is one cheap re-run.
     """
     quirks = list(quirks)
@@ -106,7 +110,7 @@ def minimize(
         hit = breaks(cand)
         return None if hit is None else cand[: hit + 1]
 
-    return one_minimal(cur[: end + 1], still, last_first=True)
+    return one_minimal(cur[: end + 1], still, last_first=True, pairs_up_to=PAIRS_UP_TO)
 
 
 def dumps(trace: dict[str, Any]) -> str:

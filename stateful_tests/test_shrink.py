@@ -38,3 +38,27 @@ def test_a_candidate_goes_on_as_what_ran_up_to_its_failure(xs: list[int]) -> Non
 
 def test_nothing_is_deleted_when_every_deletion_passes() -> None:
     assert one_minimal([1, 2, 3], lambda c: c if len(c) == 3 else None) == [1, 2, 3]
+
+
+@given(st.lists(st.integers(0, 5), max_size=12), st.integers(0, 5), st.integers(0, 5))
+def test_pairs_mode_drops_a_set_up_with_the_step_it_enables(xs: list[int], a: int, b: int) -> None:
+    """A failure "the last element is 9, or the sequence holds ``a`` and ``b`` at adjacent
+    positions in that order followed by a 9": one-step deletion can stop at ``[a, b, 9]`` (neither
+    ``a`` nor ``b`` goes alone when the pair is what makes it fail, and ``[9]`` needs both gone);
+    with pairs the result is 2-minimal, so ``[9]``."""
+
+    def fails(c: list[int]) -> list[int] | None:
+        if not c or c[-1] != 9:
+            return None
+        body = c[:-1]
+        ok = not body or any(body[i] == a and body[i + 1] == b for i in range(len(body) - 1))
+        return c if ok else None
+
+    start = [*xs, a, b, 9]
+    got = one_minimal(start, fails, pairs_up_to=20)
+    assert fails(got) is not None
+    assert all(fails(got[:i] + got[i + 1 :]) is None for i in range(len(got)))
+    assert all(fails(got[:i] + got[i + 1 : j] + got[j + 1 :]) is None for j in range(len(got)) for i in range(j))
+    assert got == [9]
+    # one-step deletion alone stops earlier: [a, b, 9] is 1-minimal
+    assert one_minimal([a, b, 9], fails) == [a, b, 9]
