@@ -229,3 +229,29 @@ def test_explore_faithful_stops_early_and_says_so(tmp_path: Path, capsys: pytest
     assert cli.main(["explore", "--faithful", "--capacity", "1", "--blocks", "1", "--exhaustive"]) == 1
     text = capsys.readouterr().out
     assert "stopped once" not in text
+
+
+@pytest.mark.parametrize(
+    "quirk", [q.name for c in ("kv_manager", "lru_evictor_wallclock", "g1_kvbm") for q in quirks_of(c)]
+)
+def test_check_quirk_search_stops_with_the_verdict_and_trace_of_the_whole_search(quirk: str, tmp_path: Path) -> None:
+    """``kvmodel check``'s explorer case of a quirk stops once its invariants are broken; the
+    verdict and the shallowest counterexample are those of the search run to the end."""
+    from kvmodel.engines import Budget
+    from kvmodel.engines.explore import ExploreEngine, outcome, shallowest
+    from kvmodel.suite import matrix
+
+    q = QUIRKS[quirk]
+    case = next(c for c in matrix(q.component) if c.kind == "quirk" and c.quirk == quirk)
+    comp = components.get(q.component)
+    got = ExploreEngine().run(comp, case, Budget(out_dir=tmp_path))
+    w = comp.profile.explore
+    whole = explorer.explore(dict(w.config), case.quirks, comp.explore_space(w))
+    assert whole.complete
+    assert got.outcome == outcome(whole, case) == "pass"
+    found = shallowest(whole, case)
+    assert found is not None and got.violation is not None and got.trace is not None
+    trace, viol = found
+    assert got.violation["invariant"] == viol["invariant"] and got.violation["step"] == viol["step"]
+    assert json.loads(Path(got.trace).read_text())["steps"] == trace["steps"]
+    assert got.states is not None and got.states <= whole.states
