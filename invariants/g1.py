@@ -13,6 +13,7 @@ from typing import Any
 
 from kvmodel.invariants.core import Invariant, StepContext, Witness
 from kvmodel.model.events import Removed, Stored
+from kvmodel.model.g1.acquire import CapacityExhausted
 
 C = "g1_native"
 
@@ -98,7 +99,7 @@ def _announced_visible(ctx: StepContext) -> str | None:
 
 
 def _failed_no_trace(ctx: StepContext) -> str | None:
-    failed = ctx.error is not None or (isinstance(ctx.result, str) and ctx.result == "CapacityExhausted")
+    failed = ctx.error is not None or isinstance(ctx.result, CapacityExhausted)
     if not failed:
         return None
     if ctx.events or ctx.model.key() != ctx.pre_key:
@@ -347,7 +348,7 @@ WITNESSES: tuple[Witness, ...] = (
         "g1.w.exhausted",
         C,
         "An acquisition returns CapacityExhausted.",
-        lambda c: c.error is None and c.result == "CapacityExhausted",
+        lambda c: c.error is None and isinstance(c.result, CapacityExhausted),
     ),
     Witness(
         "g1.w.destination_activated",

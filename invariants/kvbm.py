@@ -14,6 +14,7 @@ from typing import Any
 
 from kvmodel.invariants.core import Invariant, StepContext, Witness
 from kvmodel.model.events import Removed, Stored
+from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
 C = "g1_kvbm"
 
@@ -217,7 +218,8 @@ def _announced_registered(ctx: StepContext) -> str | None:
 
 def _failed(ctx: StepContext) -> Any:
     return ctx.error is None and (
-        ctx.result == "CapacityExhausted" or (isinstance(ctx.result, list) and "CapacityExhausted" in ctx.result)
+        isinstance(ctx.result, CapacityExhausted)
+        or (isinstance(ctx.result, list) and any(isinstance(r, CapacityExhausted) for r in ctx.result))
     )
 
 
@@ -260,11 +262,11 @@ def _rejection(ctx: StepContext) -> str | None:
 
 
 def _ready_new(ctx: StepContext) -> str | None:
-    if ctx.op not in ("allocate", "resend") or ctx.error is not None or not isinstance(ctx.result, str):
+    if ctx.op not in ("allocate", "resend") or ctx.error is not None or not isinstance(ctx.result, Ready):
         return None
-    if not ctx.result.startswith("Ready("):
+    n = ctx.result.n
+    if n is None:
         return None
-    n = int(ctx.result[6:-1])
     fresh = _kv(ctx).last_fresh
     if n != fresh:
         return f"{ctx.op} returned {ctx.result} but newly took {fresh} slot(s)"

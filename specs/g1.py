@@ -36,6 +36,7 @@ import attrs
 import z3
 
 from kvmodel.model.errors import InvalidInput, require_naturals
+from kvmodel.model.g1.acquire import CapacityExhausted
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Operation, Property, Sort, State, Step, TransitionSystem
 
@@ -1037,9 +1038,9 @@ def observe(spec: G1Spec, system: Any, out: Any) -> Callable[[State], Any]:
     p = g.pool
     if out.error is not None:
         res = REJECTED
-    elif out.result == "CapacityExhausted":
+    elif isinstance(out.result, CapacityExhausted):
         res = EXHAUSTED
-    elif isinstance(out.result, list) and "CapacityExhausted" in out.result:
+    elif isinstance(out.result, list) and any(isinstance(r, CapacityExhausted) for r in out.result):
         res = PUSH_EXHAUSTED
     else:
         res = DONE

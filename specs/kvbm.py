@@ -49,6 +49,7 @@ import attrs
 import z3
 
 from kvmodel.model.errors import InvalidInput
+from kvmodel.model.g1.acquire import Ready
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Operation, Property, State, Step, TransitionSystem
 
@@ -318,7 +319,7 @@ class KvbmSpec:
         for f, inv in self.FLAGS:
             if ev(post[f]) != (inv in broken):
                 diffs.append(f"{op}: {f} spec {ev(post[f])}, model {'breaks' if inv in broken else 'holds'} {inv}")
-        ok = isinstance(out.result, str) and out.result.startswith("Ready")
+        ok = isinstance(out.result, Ready)
         if name in ("allocate", "resend"):
             if ev(post["use"]) != ok:
                 diffs.append(f"{op}: use spec {ev(post['use'])} model {out.result!r} {out.error}")

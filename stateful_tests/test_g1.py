@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kvmodel import vectors
 from kvmodel.model.errors import ModelError
+from kvmodel.model.g1.acquire import G1Acquire, Ready
 from kvmodel.model.g1.pool import NativePool
 from kvmodel.model.g1.sequence import NewActiveSequence
 from kvmodel.model.hashing import local_block_hashes, sequence_hashes
@@ -116,8 +117,27 @@ def test_perturbed_native_expectations_fail() -> None:
     for v in _g1_vectors():
         for step in v["steps"]:
             exp = step.get("expect") or {}
-            if isinstance(exp.get("returns"), str) and exp["returns"].startswith("Ready("):
+            got = G1Acquire.from_json(exp.get("returns"))
+            if isinstance(got, Ready) and got.n is not None:
                 bad = json.loads(json.dumps(v))
                 bad["steps"][v["steps"].index(step)]["expect"]["returns"] = "Ready(99)"
                 assert vectors.run_vector(bad).status == "FAIL", v["name"]
                 break
+
+
+@given(st.one_of(st.none(), st.integers(0, 2**32)))
+def test_g1_acquire_values_keep_their_type_and_their_text(n: int | None) -> None:
+    """``Ready(n)`` / ``CapacityExhausted`` are typed values whose text is the trace form: JSON,
+    copies and pickles give the same value and type back."""
+    import copy
+    import pickle
+
+    from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, CapacityExhausted
+
+    r = Ready(n)
+    assert r == ("Ready" if n is None else f"Ready({n})") and r.n == n
+    for v, cls in ((r, Ready), (CAPACITY_EXHAUSTED, CapacityExhausted)):
+        back = G1Acquire.from_json(json.loads(json.dumps(v)))
+        assert back == v and type(back) is cls
+        assert type(copy.deepcopy(v)) is cls and type(pickle.loads(pickle.dumps(v))) is cls
+    assert G1Acquire.from_json(f"Ready({n})x") is None and G1Acquire.from_json(3) is None

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kvmodel import vectors
 from kvmodel.model.blocks import FullBlock, PartialBlock
 from kvmodel.model.errors import ModelError, NativePanic
+from kvmodel.model.g1.acquire import Ready
 from kvmodel.model.g1.facade import G1Manager
 from kvmodel.model.g1.kvbm import KvbmKvManager, LineageIndex, LruIndex, Substrate
 from kvmodel.model.g1.sequence import G1Deref, G1Use, NewActiveSequence
@@ -159,11 +160,11 @@ def test_caching_off_sequence_rehits_its_own_blocks_and_is_published_faithfully(
         m = KvbmKvManager(4, 2, quirks=quirks)
         s = NewActiveSequence([1, 2, 3, 4], 4, 2, enable_prefix_caching=False, name="x")
         sig = s.take_creation_signal()
-        assert sig is not None and m.process(sig).startswith("Ready")
+        assert sig is not None and isinstance(m.process(sig), Ready)
         for d in s.reset_with_signal():
             m.process(d)
         again = s.prepare_allocation(4)
-        assert again is not None and m.process(again).startswith("Ready")
+        assert again is not None and isinstance(m.process(again), Ready)
         assert m.num_inactive_blocks() == 0 and m.sub.dedup == 0  # both blocks re-hit
         assert len(m.drain_events()) == n_events
 

@@ -325,8 +325,8 @@ def test_native_fresh_block_takes_its_local_hash_counted_over_the_prefix() -> No
     m.finalize_computed_prefix(1, 0, 4)
     assert [b["tokens_hash"] for s in _stored(m) for b in s["blocks"]] == [107]
     assert (
-        m.use_for_request(2, Layout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)[0]
-        == "Ready"
+        m.use_for_request(2, Layout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)
+        == "Ready(2)"
     )
     m.finalize_computed_prefix(2, 0, 8)
     ev = [p.to_json() for p in m.drain_events()]

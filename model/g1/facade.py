@@ -8,8 +8,8 @@ been published yet). The default backend is KVBM (``new_with_event_sink`` →
 is chosen with ``backend="native"``. Quirks are the union of both components' names; each
 backend reads its own.
 
-Results are the real ``G1Acquire`` values as strings: ``"Ready(n)"`` and
-``"CapacityExhausted"``; reservations are returned as objects.
+Results are the real ``G1Acquire`` values (``kvmodel.model.g1.acquire``: ``Ready(n)`` and
+``CapacityExhausted``, whose text is what traces record); reservations are returned as objects.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 from kvmodel.model.blocks import FullBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
+from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.kvbm import KvbmDecodeReservation, KvbmDestination, KvbmKvManager
 from kvmodel.model.g1.native import (
-    READY,
     DecodeReservation,
     DestinationReservation,
     Layout,
@@ -139,7 +139,7 @@ class G1Manager:
         return self.kvbm.drain_events() if self.kvbm is not None else self.native.drain_events()
 
     # -- signals
-    def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int = 0) -> str:
+    def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int = 0) -> G1Acquire:
         """Native: a Use's PLHs must align with its full blocks; Deref and Promote take no
         reusable prefix and always return ``Ready(1)`` (§6 #25 for KVBM: the same shape). KVBM
         ignores the owner and the reusable prefix."""
@@ -148,8 +148,7 @@ class G1Manager:
         m = self.native
         if isinstance(sig, G1Use):
             validate_plh_alignment(sig.blocks, len(sig.plhs))
-            status, n = m.use_for_request(owner, layout_of(sig), reusable_prefix_blocks)
-            return f"Ready({n})" if status == READY else status
+            return m.use_for_request(owner, layout_of(sig), reusable_prefix_blocks)
         if reusable_prefix_blocks != 0:
             raise NativePanic("assertion `left == right` failed", f"left: {reusable_prefix_blocks}, right: 0")
         if isinstance(sig, G1Deref):
@@ -158,9 +157,9 @@ class G1Manager:
             m.promote_for_request(owner, sig.uuid, sig.seq_hash, sig.parent_hash, sig.local_hash, _toks(sig.token_ids))
         else:
             raise InvalidInput(f"not a G1 MoveBlock: {sig!r}")
-        return "Ready(1)"
+        return Ready(1)
 
-    def process(self, sig: G1Signal) -> str:
+    def process(self, sig: G1Signal) -> G1Acquire:
         if self.kvbm is not None:
             return self.kvbm.process(sig)
         raise NativePanic("native G1 operations require a request owner")
@@ -180,42 +179,42 @@ class G1Manager:
 
     def _promote_tail(self, owner: int, after: int, sequence: NewActiveSequence) -> None:
         p = sequence.promote_computed_tail(after)
-        if p is not None and not self.process_for_request(owner, p, 0).startswith("Ready"):
+        if p is not None and not isinstance(self.process_for_request(owner, p, 0), Ready):
             raise NativePanic("computed-tail promotion must be infallible")
 
     # -- decode reservations
-    def reserve_decode_blocks(self, count: int) -> DecodeReservation | KvbmDecodeReservation | str:
+    def reserve_decode_blocks(self, count: int) -> DecodeReservation | KvbmDecodeReservation | G1Acquire:
         r: DecodeReservation | KvbmDecodeReservation | None
         if self.kvbm is not None:
             r = self.kvbm.reserve_decode_blocks(count)
         else:
             r = self.native.reserve_decode_blocks(count)
-        return "CapacityExhausted" if r is None else r
+        return CAPACITY_EXHAUSTED if r is None else r
 
-    def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> str:
+    def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
         if self.kvbm is not None:
             if not isinstance(res, KvbmDecodeReservation):
                 raise NativePanic("decode reservation belongs to a different G1 backend")
             if isinstance(sig, G1Use):
                 out = self.kvbm.process_use(sig, res)
-                if not out.startswith("Ready"):
+                if not isinstance(out, Ready):
                     raise NativePanic("reserved decode allocation must be infallible")
-                if self.kvbm.q("use_ready_counts_entries") and out != f"Ready({len(sig.blocks)})":
+                if self.kvbm.q("use_ready_counts_entries") and out.n != len(sig.blocks):
                     # kvbm_backend.rs process_decode_signal: assert_eq!(allocated, blocks.len(), ...)
                     raise NativePanic("reserved decode allocation must commit every block", out)
                 return out
             out = self.kvbm.process(sig)
-            if not out.startswith("Ready"):
+            if not isinstance(out, Ready):
                 raise NativePanic("non-Use decode signal must be infallible")
             return out
         if not isinstance(res, DecodeReservation):
             raise NativePanic("decode reservation belongs to a different G1 backend")
         if isinstance(sig, G1Use):
             validate_plh_alignment(sig.blocks, len(sig.plhs))
-            status, n = self.native.use_decode_reservation(owner, layout_of(sig), res)
-            if status != READY or n != len(sig.blocks):
+            out = self.native.use_decode_reservation(owner, layout_of(sig), res)
+            if not isinstance(out, Ready) or out.n != len(sig.blocks):
                 raise NativePanic("reserved decode allocation must be infallible")
-            return f"Ready({n})"
+            return out
         return self.process_for_request(owner, sig, 0)
 
     def release_decode_reservation(self, res: Any) -> None:
@@ -231,18 +230,18 @@ class G1Manager:
     # -- destination reservations
     def reserve_destination_at(
         self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None = None
-    ) -> DestinationReservation | KvbmDestination | str:
+    ) -> DestinationReservation | KvbmDestination | G1Acquire:
         """``reserve_destination_at(owner, sequence, eviction_now_ms)``: the prompt's layout,
         reserved (native: the PLH alignment is validated first). ``eviction_now_ms`` reaches the
         backends, which use it only with an offload engine (not modelled)."""
         sig = sequence.prepare_allocation(sequence.num_input_tokens)
         if self.kvbm is not None:
             d = self.kvbm.reserve_destination(sig, eviction_now_ms)
-            return "CapacityExhausted" if d is None else d
+            return CAPACITY_EXHAUSTED if d is None else d
         if sig is not None:
             validate_plh_alignment(sig.blocks, len(sig.plhs))
         r = self.native.reserve_destination(owner, None if sig is None else layout_of(sig), sequence.num_input_tokens)
-        return "CapacityExhausted" if r is None else r
+        return CAPACITY_EXHAUSTED if r is None else r
 
     def activate_destination(self, res: Any) -> None:
         if self.kvbm is not None:

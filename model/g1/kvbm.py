@@ -54,12 +54,11 @@ import attrs
 from kvmodel.model.blocks import FullBlock, PartialBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
+from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.native import Published
 from kvmodel.model.g1.pool import MAX_SLOTS
 from kvmodel.model.g1.sequence import PLH, G1Deref, G1Promote, G1Signal, G1Use
 
-READY = "Ready"
-EXHAUSTED = "CapacityExhausted"
 EVICTION_BACKENDS = ("Lineage", "Lru", "MultiLru")
 # multi_lru_backend.rs: four LRU levels split by TinyLFU frequency at these thresholds.
 MULTI_LRU_THRESHOLDS = (2, 6, 15)
@@ -597,7 +596,7 @@ class KvbmKvManager:
                     plh_of.setdefault(b.hash, plh)
         return fulls
 
-    def process_use(self, sig: G1Use, reservation: KvbmDecodeReservation | None = None) -> str:
+    def process_use(self, sig: G1Use, reservation: KvbmDecodeReservation | None = None) -> G1Acquire:
         """Atomic Use: classify, match, reserve, then commit (§2.4.3)."""
         self.use_marks.append(len(self.outbox))
         self._validate_use(sig)
@@ -643,16 +642,16 @@ class KvbmKvManager:
         if self.q("stored_before_removed"):
             self._publish_removed(evicted)
         self.last_fresh = taken
-        return f"Ready({len(sig.blocks) if self.q('use_ready_counts_entries') else taken})"
+        return Ready(len(sig.blocks) if self.q("use_ready_counts_entries") else taken)
 
-    def _fail_use(self, prepared: list[_Prepared], sig: G1Use, saved: Index | None, tick: int) -> str:
+    def _fail_use(self, prepared: list[_Prepared], sig: G1Use, saved: Index | None, tick: int) -> G1Acquire:
         for p in prepared:
             if p.kind == "matched":
                 assert p.full_idx is not None
                 self.sub.drop(sig.plhs[p.full_idx])
         if saved is not None:
             self.sub.inactive, self.sub.tick = saved, tick
-        return EXHAUSTED
+        return CAPACITY_EXHAUSTED
 
     def _commit(self, sig: G1Use, prepared: list[_Prepared]) -> int:
         """``commit_use``: register the fresh full blocks as one batch, then walk the list with
@@ -795,7 +794,7 @@ class KvbmKvManager:
         return True
 
     # -- Deref
-    def process_deref(self, sig: G1Deref) -> str:
+    def process_deref(self, sig: G1Deref) -> G1Acquire:
         if not self.q("deref_releases_before_panic"):
             need: dict[int, int] = {}
             seen: set[str] = set()
@@ -826,10 +825,10 @@ class KvbmKvManager:
                 else:
                     e.refs -= 1
         self.capacity_generation += max(0, self.sub.available() - before)
-        return "Ready(1)"
+        return Ready(1)
 
     # -- Promote
-    def process_promote(self, sig: G1Promote) -> str:
+    def process_promote(self, sig: G1Promote) -> G1Acquire:
         slot = self.active_partial.get(sig.uuid)
         if slot is None:
             raise KvbmPanic("Promote: partial block not found", sig.uuid)
@@ -838,7 +837,7 @@ class KvbmKvManager:
         del self.active_partial[sig.uuid]
         toks = None if sig.token_ids is None else list(sig.token_ids)
         self._commit_full(sig.seq_hash, sig.plh, slot, sig.parent_hash, sig.local_hash, toks, sig.cacheable)
-        return "Ready(1)"
+        return Ready(1)
 
     def _commit_full(
         self,
@@ -873,7 +872,7 @@ class KvbmKvManager:
             self._publish(Stored(parent, (StoredBlock(h, lh or 0),)), None if toks is None else [toks])
         return True
 
-    def process(self, sig: G1Signal, reservation: KvbmDecodeReservation | None = None) -> str:
+    def process(self, sig: G1Signal, reservation: KvbmDecodeReservation | None = None) -> G1Acquire:
         if isinstance(sig, G1Use):
             return self.process_use(sig, reservation)
         if isinstance(sig, G1Deref):

@@ -25,10 +25,8 @@ import attrs
 from kvmodel.model.blocks import FullBlock, PartialBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
+from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.pool import NativePool, Reservation
-
-READY = "Ready"
-EXHAUSTED = "CapacityExhausted"
 
 # panic messages raised through a variable (kvmodel.contracts reads them from here)
 PANIC_MESSAGES = ("full-block Deref mismatch", "partial Deref mismatch")
@@ -267,18 +265,18 @@ class NativeKvManager:
             self._publish_groups(stores)
 
     # -- operations
-    def use_for_request(self, owner: int, lay: Layout, reusable: int = 0) -> tuple[str, int]:
+    def use_for_request(self, owner: int, lay: Layout, reusable: int = 0) -> G1Acquire:
         """Reserve (prefix pins + fresh slots; Removed published first), then commit.
-        ``("Ready", len(blocks))`` or ``("CapacityExhausted", 0)`` with nothing changed."""
+        ``Ready(len(blocks))``, or ``CapacityExhausted`` with nothing changed."""
         self._validate(owner, lay, reusable)
         prefix = [b.hash for b in lay.blocks[:reusable] if isinstance(b, FullBlock)]
         out = self.pool.reserve(prefix, len(lay.blocks) - reusable)
         if out is None:
-            return EXHAUSTED, 0
+            return CAPACITY_EXHAUSTED
         self._publish_removed(out.removed)
         self._commit(owner, lay, out.reservation, False)
         self.pool.cancel(out.reservation)
-        return READY, len(lay.blocks)
+        return Ready(len(lay.blocks))
 
     def finalize_computed_prefix(self, owner: int, before: int, after: int) -> list[int]:
         """The vLLM ``cache_blocks`` boundary: blocks completed by this decision become cached
@@ -381,12 +379,12 @@ class NativeKvManager:
         self._publish_removed(out.removed)
         return DecodeReservation(out.reservation)
 
-    def use_decode_reservation(self, owner: int, lay: Layout, res: DecodeReservation) -> tuple[str, int]:
+    def use_decode_reservation(self, owner: int, lay: Layout, res: DecodeReservation) -> G1Acquire:
         self._validate(owner, lay, 0)
         if res.pool.fresh < len(lay.blocks):
-            return EXHAUSTED, 0
+            return CAPACITY_EXHAUSTED
         self._commit(owner, lay, res.pool, False)
-        return READY, len(lay.blocks)
+        return Ready(len(lay.blocks))
 
     def release_decode_reservation(self, res: DecodeReservation) -> None:
         self.pool.cancel(res.pool)

@@ -11,6 +11,7 @@ from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext
 from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.model.g1.acquire import Ready
 from kvmodel.model.g1.pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
@@ -181,10 +182,10 @@ class G1KvbmSystem(System):
                 r = g.process_for_request(o, sig, 0)
             out.append(r)
             held = self.holdings[o]
-            if isinstance(sig, G1Promote) and r.startswith("Ready"):
+            if isinstance(sig, G1Promote) and isinstance(r, Ready):
                 held[:] = [s.unique[i] if getattr(b, "uuid", None) == sig.uuid else b for i, b in enumerate(held)]
             elif isinstance(sig, G1Use):
-                if r.startswith("Ready"):
+                if isinstance(r, Ready):
                     held.extend(sig.blocks)
                 else:
                     self.stalled.add(o)
@@ -209,9 +210,9 @@ class G1KvbmSystem(System):
                 raise InvalidInput(f"request {o} is already allocated")
             sig = s.prepare_allocation(len(s))
             if sig is None:
-                return "Ready(0)"
+                return Ready(0)
             out = g.process_for_request(o, sig, 0)
-            if out.startswith("Ready"):
+            if isinstance(out, Ready):
                 s.commit_allocation(len(s))
                 self.holdings[o] = list(sig.blocks)
             return out
@@ -225,7 +226,7 @@ class G1KvbmSystem(System):
                 raise InvalidInput(f"request {o} holds nothing")
             sig = self._use_of(s, held)
             out = g.process_for_request(o, sig, 0)
-            if out.startswith("Ready"):
+            if isinstance(out, Ready):
                 self.holdings[o] = held + list(sig.blocks)
             return out
         if op in ("free", "bad_deref"):
@@ -248,7 +249,7 @@ class G1KvbmSystem(System):
             if isinstance(r, str):
                 return r
             self.decodes.append(r)
-            return "Ready"
+            return Ready()
         if op == "release_decode":
             if not self.decodes:
                 raise InvalidInput("no decode reservation outstanding")

@@ -16,6 +16,7 @@ from kvmodel.components.g1_native.vectors import (
     publishers_of,
 )
 from kvmodel.model.blocks import FullBlock
+from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, Ready
 from kvmodel.model.g1.sequence import PLH, G1Signal, G1Use
 from kvmodel.vectors.notation import Uninterpretable, int_of
 
@@ -137,11 +138,11 @@ class KvbmBackendHarness(SequenceHarness):
         r = self._res(a["reservation"])
         if isinstance(sig, G1Use):
             got = self.m.process_use(sig, r)
-            if not got.startswith("Ready"):
+            if not isinstance(got, Ready):
                 raise KvbmPanic("reserved decode allocation must be infallible")
-            if "use_ready_counts_entries" in self.quirks and got != f"Ready({len(sig.blocks)})":
+            if "use_ready_counts_entries" in self.quirks and got.n != len(sig.blocks):
                 raise KvbmPanic("reserved decode allocation must commit every block", got)
-        elif not self.m.process(sig).startswith("Ready"):
+        elif not isinstance(self.m.process(sig), Ready):
             raise KvbmPanic("non-Use decode signal must be infallible")
 
     def _res(self, name: Any) -> Any:
@@ -164,17 +165,17 @@ class KvbmBackendHarness(SequenceHarness):
         r = self.m.reserve_decode_blocks(int(a["count"]))
         if r is not None and a.get("as"):
             self.res[str(a["as"])] = r
-        return "CapacityExhausted" if r is None else "Ready"
+        return CAPACITY_EXHAUSTED if r is None else Ready()
 
     def op_reserve_destination_at(self, a: dict[str, Any]) -> dict[str, Any]:
         s = self.seq(a["sequence"])
         d = self.m.reserve_destination(s.prepare_allocation(s.num_input_tokens), a.get("eviction_now_ms"))
         if d is None:
-            return {"returns": "CapacityExhausted"}
+            return {"returns": CAPACITY_EXHAUSTED}
         if a.get("as"):
             self.res[str(a["as"])] = d
         return {
-            "returns": "Ready",
+            "returns": Ready(),
             "unpublished": len(d.unpublished),
             "transferable_prompt_tokens": d.transferable_prompt_tokens(self.m.block_size),
         }
@@ -205,10 +206,10 @@ class KvbmBackendHarness(SequenceHarness):
     def op_allocate_unpublished_blocks(self, a: dict[str, Any]) -> dict[str, Any]:
         got = self.m.allocate_unpublished_blocks(int(a["count"]), a.get("eviction_now_ms"))
         if got is None:
-            return {"returns": "CapacityExhausted"}
+            return {"returns": CAPACITY_EXHAUSTED}
         if a.get("as"):
             self.allocations[str(a["as"])] = got
-        return {"returns": f"Ready({len(got)})", "block_ids": list(got)}
+        return {"returns": Ready(len(got)), "block_ids": list(got)}
 
     def op_construct_destination_reservation(self, a: dict[str, Any]) -> None:
         name = a.get("as")

@@ -11,6 +11,7 @@ from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext
 from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.model.g1.acquire import Ready
 from kvmodel.model.g1.pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
@@ -144,7 +145,7 @@ class G1System(System):
             s = self._live(o)
             sig = s.prepare_allocation(len(s))
             if sig is None:
-                return "Ready(0)"
+                return Ready(0)
             reusable = 0
             if a.get("reuse") and s.num_allocated_tokens == 0 and o not in g.native.tables:
                 cap = (len(s) - 1) // bs
@@ -154,7 +155,7 @@ class G1System(System):
                     reusable += 1
             self._pre["reusable"] = reusable
             out = g.process_for_request(o, sig, reusable)
-            if out.startswith("Ready"):
+            if isinstance(out, Ready):
                 s.commit_allocation(len(s))
                 self.computed[o] = max(self.computed[o], reusable * bs)
             return out
@@ -194,7 +195,7 @@ class G1System(System):
             if isinstance(r, str):
                 return r
             self.decodes.append(r)
-            return "Ready"
+            return Ready()
         if op == "release_decode":
             if not self.decodes:
                 raise InvalidInput("no decode reservation outstanding")

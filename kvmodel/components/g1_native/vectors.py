@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from kvmodel.model.blocks import PartialBlock, UniqueBlock, block_from_json
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import Removed, Stored
+from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, Ready
 from kvmodel.model.g1.facade import G1Manager
 from kvmodel.model.g1.native import Layout, NativeKvManager, Published
 from kvmodel.model.g1.pool import NativePool, Reservation
@@ -406,8 +407,7 @@ class NativeBackendHarness(SequenceHarness, NativeViews):
         return [event_view(p) for p in self.m.drain_events()]
 
     def op_use_for_request(self, a: dict[str, Any]) -> str:
-        st, n = self.m.use_for_request(a["owner"], layout(self.symbol(a)), a.get("reusable_prefix_blocks", 0))
-        return f"Ready({n})" if st == "Ready" else st
+        return self.m.use_for_request(a["owner"], layout(self.symbol(a)), a.get("reusable_prefix_blocks", 0))
 
     def op_finalize_computed_prefix(self, a: dict[str, Any]) -> dict[str, Any]:
         v = self.m.finalize_computed_prefix(a["owner"], a["computed_before"], a["computed_after"])
@@ -429,11 +429,10 @@ class NativeBackendHarness(SequenceHarness, NativeViews):
         r = self.m.reserve_decode_blocks(a["count"])
         if r is not None and a.get("as"):
             self.res[str(a["as"])] = r
-        return "CapacityExhausted" if r is None else "Ready"
+        return CAPACITY_EXHAUSTED if r is None else Ready()
 
     def op_use_decode_reservation_for_request(self, a: dict[str, Any]) -> str:
-        st, n = self.m.use_decode_reservation(a["owner"], layout(self.symbol(a)), self._res(a["reservation"]))
-        return f"Ready({n})" if st == "Ready" else st
+        return self.m.use_decode_reservation(a["owner"], layout(self.symbol(a)), self._res(a["reservation"]))
 
     def op_release_decode_reservation(self, a: dict[str, Any]) -> None:
         self.m.release_decode_reservation(self.res.pop(a["reservation"]))
@@ -536,7 +535,7 @@ class G1ManagerHarness(SequenceHarness, NativeViews):
             return r
         if a.get("as"):
             self.res[str(a["as"])] = r
-        return "Ready"
+        return Ready()
 
     def _res(self, name: Any) -> Any:
         if name not in self.res:
@@ -555,7 +554,7 @@ class G1ManagerHarness(SequenceHarness, NativeViews):
             return {"returns": r}
         if a.get("as"):
             self.res[str(a["as"])] = r
-        return {"returns": "Ready", "transferable_prompt_tokens": r.transferable_prompt_tokens(self.g.block_size)}
+        return {"returns": Ready(), "transferable_prompt_tokens": r.transferable_prompt_tokens(self.g.block_size)}
 
     def op_activate_destination(self, a: dict[str, Any]) -> None:
         self.g.activate_destination(self.res.pop(a["reservation"]))
