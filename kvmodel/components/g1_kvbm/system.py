@@ -11,7 +11,7 @@ from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext
 from kvmodel.model.errors import InvalidInput, ModelError
-from kvmodel.model.g1.acquire import Ready
+from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 from kvmodel.model.g1.pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
@@ -246,7 +246,7 @@ class G1KvbmSystem(System):
             if self.decodes:
                 raise InvalidInput("a decode reservation is outstanding")
             r = g.reserve_decode_blocks(a["count"])
-            if isinstance(r, str):
+            if isinstance(r, CapacityExhausted):
                 return r
             self.decodes.append(r)
             return Ready()
@@ -259,7 +259,7 @@ class G1KvbmSystem(System):
             o = a["owner"]
             s = self._new_seq(o, a)
             r = g.reserve_destination_at(o, s)
-            if isinstance(r, str):
+            if isinstance(r, CapacityExhausted):
                 return r
             self.seqs[o], self.dest[o], self.holdings[o] = s, r, []
             return {"transferable_prompt_tokens": r.transferable_prompt_tokens(bs), "pinned": len(r.pinned)}

@@ -11,7 +11,7 @@ from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext
 from kvmodel.model.errors import InvalidInput, ModelError
-from kvmodel.model.g1.acquire import Ready
+from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 from kvmodel.model.g1.pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
@@ -192,7 +192,7 @@ class G1System(System):
             return out
         if op == "reserve_decode":
             r = g.reserve_decode_blocks(a["count"])
-            if isinstance(r, str):
+            if isinstance(r, CapacityExhausted):
                 return r
             self.decodes.append(r)
             return Ready()
@@ -208,7 +208,7 @@ class G1System(System):
                 raise InvalidInput(f"request {o} exists")
             s = NewActiveSequence(a["tokens"], 8, bs, self.config["enable_prefix_caching"], name=f"r{o}")
             r = g.reserve_destination_at(o, s)
-            if isinstance(r, str):
+            if isinstance(r, CapacityExhausted):
                 return r
             self.seqs[o], self.computed[o], self.dest[o] = s, 0, r
             cached = len(r.pool.prefix) * bs
