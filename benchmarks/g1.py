@@ -80,7 +80,7 @@ def conformance() -> dict[str, Any]:
         out["vllm_block_pool"] = {
             "vllm": real.version,
             "runs": [
-                {k: r[k] for k in ("seed", "workloads", "operations", "divergences", "duplicate_events", "seconds")}
+                {k: r[k] for k in ("seed", "workloads", "steps", "divergences", "duplicate_events", "seconds")}
                 for r in reps
             ],
             "model_seconds_per_op": round(times["model"], 7),

@@ -26,17 +26,16 @@ a test. ``docs/api.md`` has a worked example.
 
 from __future__ import annotations
 
-import json
 import re
-import time
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
-from kvmodel import determinism, traces
+from kvmodel import traces
+from kvmodel.conformance import differential as differential_
+from kvmodel.conformance.differential import Difference
 from kvmodel.model.errors import InvalidInput
 from kvmodel.systems import make_system
 
@@ -52,13 +51,7 @@ __all__ = [
 ]
 
 
-class Adapter(Protocol):
-    """Your implementation, seen through a component's trace-format operations."""
-
-    name: str
-
-    def reset(self, config: dict[str, Any]) -> None: ...
-    def step(self, op: str, args: Any) -> dict[str, Any]: ...
+Adapter = differential_.Adapter  # your implementation, seen through a component's trace-format operations
 
 
 class ModelAdapter:
@@ -132,116 +125,9 @@ def error_names(component: str | None = None) -> dict[str, str]:
     return contracts.error_catalogue(None if component is None else _component(component).name)
 
 
-def json_safe(x: Any, depth: int = 0) -> Any:
-    """``x`` with anything JSON cannot hold replaced by its ``repr`` (an adapter may return
-    sets, objects, NaN, huge structures): reports, traces and ``explain()`` stay printable."""
-    if depth > 32:
-        return "<nested too deeply>"
-    if x is None or isinstance(x, bool | str):
-        return x
-    if isinstance(x, int):
-        return x if -(2**64) < x < 2**64 else repr(x)[:80]
-    if isinstance(x, float):
-        return x if x == x and x not in (float("inf"), float("-inf")) else repr(x)
-    if isinstance(x, list | tuple):
-        return [json_safe(v, depth + 1) for v in list(x)[:1000]]
-    if isinstance(x, dict):
-        return {str(k): json_safe(v, depth + 1) for k, v in list(x.items())[:1000]}
-    return repr(x)[:200]
-
-
-@attrs.define
-class Divergence:
-    """The first step where the implementation and the model disagree. ``what``: ``returns``,
-    ``error``, ``events``, ``exception`` (the adapter raised), ``malformed`` (its answer is not an
-    observation), ``timeout`` (a step took longer than ``step_timeout``), ``reset`` (``reset``
-    raised) or ``crash`` (a harness child exited; :mod:`kvmodel.harness`)."""
-
-    step: int
-    op: str
-    args: Any
-    what: str
-    model: Any
-    implementation: Any
-
-    def __attrs_post_init__(self) -> None:
-        self.model, self.implementation = json_safe(self.model), json_safe(self.implementation)
-
-    def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
-
-    def __str__(self) -> str:
-        return (
-            f"step {self.step + 1}, {self.op} {json.dumps(self.args, sort_keys=True)}: {self.what} differ — "
-            f"model {json.dumps(self.model, sort_keys=True)}, implementation {json.dumps(self.implementation)}"
-        )
-
-
-@attrs.define
-class DiffReport:
-    """What :func:`check_implementation` found."""
-
-    implementation: str
-    component: str
-    config: dict[str, Any]
-    quirks: list[str]
-    workloads: int = 0
-    steps: int = 0
-    seconds: float = 0.0
-    seed: int = 0
-    divergence: Divergence | None = None
-    ops: list[tuple[str, Any]] | None = None  # the shrunk operation list
-    trace: dict[str, Any] | None = None  # the model's run of ``ops``, divergence marked
-    flaky: bool = False  # a divergence was seen but did not reproduce: ops and trace are unshrunk
-    shrink_runs: int = 0
-    op_counts: dict[str, int] = attrs.field(factory=dict)  # steps run per operation (op_label)
-
-    @property
-    def ok(self) -> bool:
-        """No divergence was ever observed (a flaky one makes the report not ok)."""
-        return self.divergence is None and not self.flaky
-
-    @property
-    def verdict(self) -> str:
-        """``violation`` on any divergence; ``inconclusive`` when no step ran (nothing was
-        compared: never a pass); else ``pass``."""
-        if not self.ok:
-            return "violation"
-        return "pass" if self.steps > 0 else "inconclusive"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "implementation": self.implementation,
-            "component": self.component,
-            "config": self.config,
-            "quirks": self.quirks,
-            "workloads": self.workloads,
-            "steps": self.steps,
-            "seconds": round(self.seconds, 3),
-            "seed": self.seed,
-            "divergence": None if self.divergence is None else self.divergence.to_json(),
-            "flaky": self.flaky,
-            "verdict": self.verdict,
-            "shrink_runs": self.shrink_runs,
-            "op_counts": dict(sorted(self.op_counts.items())),
-            "ops": self.ops,
-        }
-
-    def write_trace(self, path: str | Path) -> Path | None:
-        """Write the counterexample trace (``kvmodel show`` / ``kvmodel replay`` read it)."""
-        return None if self.trace is None else traces.write(self.trace, path)
-
-    def explain(self) -> str:
-        if self.divergence is None:
-            return f"{self.implementation}: {self.workloads} workloads, {self.steps} steps, no divergence"
-        from kvmodel import show
-
-        how = "FLAKY: it did not reproduce when re-run, unshrunk" if self.flaky else "after shrinking"
-        text = (
-            f"{self.implementation} diverges from the {self.component} model ({len(self.ops or [])} step(s) "
-            f"{how}): {self.divergence}\n"
-        )
-        return text + (show.terminal(self.trace) if self.trace is not None else "")
+Divergence = differential_.Divergence
+DiffReport = differential_.Report  # the one conformance report (kvmodel.conformance.differential)
+json_safe = differential_.json_safe
 
 
 SEPARATORS = (":", " ", "(", ",", ".", "\n")
@@ -321,27 +207,25 @@ class Renaming:
         return True
 
 
-def _compare(
-    i: int, op: str, args: Any, model: dict[str, Any], got: Any, renaming: Renaming | None = None
-) -> Divergence | None:
+def compare(op: str, args: Any, model: dict[str, Any], got: Any, memo: dict[str, Any]) -> Difference | None:
+    """The API's comparison of one step (:data:`kvmodel.conformance.differential.Compare`): the
+    answer's shape, then the rejection (:func:`same_error`) or the return value, then the events
+    up to the component's renaming of handles (``memo["renaming"]``, kept over a run)."""
     if not isinstance(got, dict) or not ({"returns", "error"} & set(got)):
-        return Divergence(
-            i, op, args, "malformed", model, f"step() must return a dict with 'returns' or 'error': {got!r}"
-        )
+        return ("malformed", model, f"step() must return a dict with 'returns' or 'error': {got!r}")
     ev = got.get("events", [])
     if not isinstance(ev, list | tuple):
-        return Divergence(i, op, args, "malformed", model, f"'events' must be a list, got {ev!r}")
+        return ("malformed", model, f"'events' must be a list, got {ev!r}")
     if "error" in model:
         if not same_error(model["error"], got.get("error")):
-            return Divergence(
-                i, op, args, "error", model["error"]["type"], got.get("error", {"returns": got.get("returns")})
-            )
+            return ("error", model["error"]["type"], got.get("error", {"returns": got.get("returns")}))
     elif "error" in got and got["error"] is not None:
-        return Divergence(i, op, args, "error", {"returns": model.get("returns")}, got["error"])
+        return ("error", {"returns": model.get("returns")}, got["error"])
     elif got.get("returns") != model.get("returns"):
-        return Divergence(i, op, args, "returns", model.get("returns"), got.get("returns"))
-    if not (renaming or Renaming(())).same_events(model["events"], list(ev)):
-        return Divergence(i, op, args, "events", model["events"], list(ev))
+        return ("returns", model.get("returns"), got.get("returns"))
+    renaming: Renaming = memo.get("renaming") or Renaming(())
+    if not renaming.same_events(model["events"], list(ev)):
+        return ("events", model["events"], list(ev))
     return None
 
 
@@ -373,45 +257,39 @@ def operations(component: str) -> list[str]:
 DEFAULT_STEP_TIMEOUT = 10.0  # seconds per adapter call (reset or step)
 
 
-class _Stuck(Exception):
-    """An adapter call did not return within the step timeout; the adapter cannot be used again."""
+class _Model:
+    """The model's side of a run: the component's system, its observations with the rejection's
+    type and id; a step it rejects as malformed (``InvalidInput``) makes the list invalid."""
+
+    def __init__(self, component: str, quirks: Sequence[str]) -> None:
+        self.component, self.quirks = component, list(quirks)
+        self.name = f"kvmodel's {component} model"
+        self.system: Any = None
+        self.steps = 0
+        self.renaming: Renaming | None = None
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.system = make_system(self.component, config, self.quirks)
+        self.steps = 0
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        self.steps += 1
+        out = self.system.step(op, args)
+        if isinstance(out.error, InvalidInput):  # not an input the real code's types admit
+            raise InvalidInput(f"step {self.steps} ({op}): {out.error.detail}")
+        obs: dict[str, Any] = out.observation(None)
+        return obs
 
 
-class _Caller:
-    """Runs adapter calls on one worker thread with a timeout (a hung call cannot be killed, so
-    once one times out every later call is refused)."""
+def _comparer(component: str) -> differential_.Compare:
+    fields = _component(component).renamed_fields
 
-    def __init__(self, timeout: float | None) -> None:
-        import concurrent.futures
+    def cmp(op: str, args: Any, model: dict[str, Any], got: Any, memo: dict[str, Any]) -> Difference | None:
+        if "renaming" not in memo:
+            memo["renaming"] = Renaming(fields)
+        return compare(op, args, model, got, memo)
 
-        self.timeout = timeout
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvmodel-adapter")
-        self.stuck = False
-
-    def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
-        import concurrent.futures
-
-        if self.stuck:
-            raise _Stuck("an earlier call timed out")
-        if self.timeout is None:
-            return fn(*args)
-        fut = self.pool.submit(fn, *args)
-        try:
-            return fut.result(timeout=self.timeout)
-        except concurrent.futures.TimeoutError:
-            self.stuck = True
-            raise _Stuck(f"no answer within {self.timeout:g} s") from None
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=not self.stuck, cancel_futures=True)
-
-
-def _failure_text(e: BaseException) -> str:
-    """An adapter's failure for a report: its repr, or a harness failure's message with the
-    child's standard-error tail (at most 2,300 characters)."""
-    if getattr(e, "divergence_kind", None):
-        return str(e)[:2300]
-    return repr(e)[:300]
+    return cmp
 
 
 def differential(
@@ -421,43 +299,13 @@ def differential(
     quirks: Sequence[str],
     ops: Sequence[tuple[str, Any]],
     call: Callable[..., Any] | None = None,
-    counts: dict[str, int] | None = None,
 ) -> tuple[Divergence | None, int]:
-    """Run ``ops`` on a fresh model and a reset adapter; the first divergence and the steps run.
-    Nothing the adapter does escapes: an exception, a malformed answer or a timeout (``call``
-    runs each adapter call with one) is a divergence of its own kind. An operation the model
-    rejects as malformed (``InvalidInput``) makes the list itself invalid: ``InvalidInput`` is
-    raised (the shrinker skips such candidates). ``counts``: per-operation counts of the steps
-    run (:func:`op_label`)."""
-    call = call or (lambda fn, *a: fn(*a))
-    sys_ = make_system(component, config, quirks)
-    renaming = Renaming(_component(component).renamed_fields)
-    try:
-        call(adapter.reset, dict(sys_.config))
-    except _Stuck as e:
-        return Divergence(0, "reset", dict(sys_.config), "timeout", None, str(e)), 0
-    except Exception as e:
-        kind = getattr(e, "divergence_kind", None) or "reset"  # a harness child's crash or timeout
-        return Divergence(0, "reset", dict(sys_.config), kind, None, _failure_text(e)), 0
-    for i, (op, args) in enumerate(ops):
-        out = sys_.step(op, args)
-        if isinstance(out.error, InvalidInput):  # not an input the real code's types admit
-            raise InvalidInput(f"step {i + 1} ({op}): {out.error.detail}")
-        model = out.observation(None)
-        if counts is not None:
-            label = op_label(op, args)
-            counts[label] = counts.get(label, 0) + 1
-        try:
-            got = call(adapter.step, op, json.loads(json.dumps(args)))
-        except _Stuck as e:
-            return Divergence(i, op, args, "timeout", model.get("error", model.get("returns")), str(e)), i + 1
-        except Exception as e:  # the implementation crashed: a divergence, not our failure
-            kind = getattr(e, "divergence_kind", None) or "exception"
-            return Divergence(i, op, args, kind, model.get("error", model.get("returns")), _failure_text(e)), i + 1
-        d = _compare(i, op, args, model, got, renaming)
-        if d is not None:
-            return d, i + 1
-    return None, len(ops)
+    """Run ``ops`` on a fresh model and a reset adapter (:func:`kvmodel.conformance.differential.differential`);
+    the first divergence and the steps run. An operation the model rejects as malformed raises
+    ``InvalidInput``."""
+    name = _component(component).name
+    cfg = dict(make_system(name, config, quirks).config)
+    return differential_.differential(_Model(name, quirks), adapter, cfg, ops, _comparer(name), call=call)
 
 
 def check_implementation(
@@ -488,7 +336,6 @@ def check_implementation(
     """
     from hypothesis import strategies as st
 
-    from kvmodel.conformance.search import failing_examples
     from kvmodel.model.quirks import faithful
     from kvmodel.model.quirks import revision as named_revision
 
@@ -513,75 +360,35 @@ def check_implementation(
     sp = _space(component, space)
     cfg = dict(make_system(component, config or {}, q).config)
     rep = DiffReport(getattr(impl, "name", type(impl).__name__), component, cfg, q, seed=seed)
-    determinism.pin()
-    t0 = time.perf_counter()
-    found: list[tuple[list[tuple[str, Any]], Divergence]] = []
-    call = _Caller(step_timeout)
-
-    def diverges(picks: list[int], shrinking: bool) -> bool:
-        if call.stuck:  # a hung adapter: nothing more can be asked of it
-            return bool(found)
-        ops = _concrete(component, cfg, q, picks, sp)
-        d, n = differential(impl, component, cfg, q, ops, call, None if shrinking else rep.op_counts)
-        if shrinking:
-            rep.shrink_runs += 1
-        else:
-            rep.workloads += 1
-            rep.steps += n
-        if d is not None:
-            found.append((ops[: d.step + 1], d))
-        return d is not None
-
+    call = differential_.Caller(step_timeout)
     try:
         # long enough that set-ups of several steps (a request allocated, then decoded) occur; the
         # deletion pass shrinks below the minimum afterwards
         strategy = st.lists(st.integers(0, 10_000), min_size=max(1, max_steps // 2), max_size=max_steps)
-        failing_examples(strategy, workloads=workloads, seed=seed, diverges=diverges)
-        if found:
-            first_ops, first_d = found[0]
-            ops = min((o for o, _ in found), key=len)
-            d: Divergence | None = None
-            if not call.stuck:
-                ops = _minimize(impl, component, cfg, q, ops, call)
-                d, _ = differential(impl, component, cfg, q, ops, call)
-            if d is None:  # seen, but not when re-run: flaky (or the adapter hung)
-                rep.flaky = first_d.what != "timeout"
-                ops, d = first_ops, first_d
-            rep.divergence, rep.ops = d, ops
-            rep.trace = traces.record(
-                component,
-                cfg,
-                q,
-                ops,
-                origin={"engine": "differential", "implementation": rep.implementation, "seed": seed},
-                stop_at_violation=False,
-            )
-            rep.trace["origin"]["divergence"] = d.to_json()
-            if rep.flaky:
-                rep.trace["origin"]["flaky"] = True
+        differential_.run(
+            _Model(component, q),
+            impl,
+            rep,
+            strategy=strategy,
+            case=lambda picks: (cfg, _concrete(component, cfg, q, picks, sp)),
+            compare=_comparer(component),
+            workloads=workloads,
+            call=call,
+            label=op_label,
+        )
     finally:
         call.close()
-    rep.seconds = time.perf_counter() - t0
+    d = rep.divergence
+    if d is not None and rep.ops is not None:
+        rep.trace = traces.record(
+            component,
+            cfg,
+            q,
+            rep.ops,
+            origin={"engine": "differential", "implementation": rep.implementation, "seed": seed},
+            stop_at_violation=False,
+        )
+        rep.trace["origin"]["divergence"] = d.to_json()
+        if rep.flaky:
+            rep.trace["origin"]["flaky"] = True
     return rep
-
-
-def _minimize(
-    impl: Adapter,
-    component: str,
-    config: dict[str, Any],
-    quirks: Sequence[str],
-    ops: list[tuple[str, Any]],
-    call: Callable[..., Any] | None = None,
-) -> list[tuple[str, Any]]:
-    """Drop every step whose removal keeps a divergence (1-minimal); a dropped step may make
-    a later one invalid for the model (a name not bound): such candidates are skipped."""
-    from kvmodel.shrink import one_minimal
-
-    def still(cand: list[tuple[str, Any]]) -> list[tuple[str, Any]] | None:
-        try:
-            d, _ = differential(impl, component, config, quirks, cand, call)
-        except InvalidInput:
-            return None
-        return cand[: d.step + 1] if d is not None and d.what != "timeout" else None
-
-    return one_minimal(ops, still)

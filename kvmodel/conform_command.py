@@ -76,7 +76,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         return EXIT["error"]
     if args.out and (path := t.write_counterexample(out, args.out, args.seed)):
         out["counterexample_path"] = path
-    out["verdict"] = "violation" if out["divergences"] else "pass"
+    out.setdefault("verdict", "violation" if out["divergences"] else "pass")
     if args.json:
         sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
     else:

@@ -47,7 +47,7 @@ def test_the_c_evictor_conforms(lru_c: Path, tmp_path: Path) -> None:
     p = conform("--component", "lru_evictor_counter", "--json", "--out", str(tmp_path), "--", str(lru_c))
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
-    assert rep["verdict"] == "pass" and rep["divergence"] is None and rep["implementation"] == "lru_counter.c"
+    assert rep["verdict"] == "pass" and rep["first_divergence"] is None and rep["implementation"] == "lru_counter.c"
     assert rep["steps"] > 1000 and set(rep["op_counts"]) == set(api.operations("lru_evictor_counter"))
 
 
@@ -66,12 +66,14 @@ def test_a_bug_planted_in_the_c_evictor_is_shrunk_and_replays(lru_c: Path, tmp_p
     assert p.returncode == 1, p.stderr
     rep = json.loads(p.stdout)
     assert (
-        rep["verdict"] == "violation" and rep["divergence"]["op"] == "evict" and rep["divergence"]["what"] == "returns"
+        rep["verdict"] == "violation"
+        and rep["first_divergence"]["op"] == "evict"
+        and rep["first_divergence"]["what"] == "returns"
     )
-    assert len(rep["ops"]) <= 4  # two objects in, one evicted
+    assert len(rep["counterexample"]) <= 4  # two objects in, one evicted
     trace = traces.load(rep["trace"])
     r = traces.replay(trace)
-    assert r.divergence is None and r.steps_run == len(rep["ops"])
+    assert r.divergence is None and r.steps_run == len(rep["counterexample"])
 
 
 def test_a_python_adapter_served_as_a_harness(tmp_path: Path) -> None:
@@ -85,7 +87,7 @@ def test_a_python_adapter_served_as_a_harness(tmp_path: Path) -> None:
     )  # fmt: skip
     assert bad.returncode == 1, bad.stderr
     rep = json.loads(bad.stdout)
-    assert rep["divergence"] is not None and len(rep["ops"]) <= 3
+    assert rep["first_divergence"] is not None and len(rep["counterexample"]) <= 3
     again = conform(
         "--component", "kv_manager", "--workloads", "150", "--json", "--out", str(tmp_path), "--",
         *SERVE, "--adapter", ex, "--kwargs", '{"bug": "destroy_drops_all_references"}',
@@ -140,10 +142,10 @@ def test_a_misbehaving_child_is_a_divergence_of_its_own_kind(how: str, kind: str
     )  # fmt: skip
     assert p.returncode == 1, p.stderr
     rep = json.loads(p.stdout)
-    d = rep["divergence"]
+    d = rep["first_divergence"]
     assert d["what"] == kind and stderr in d["implementation"], d
     assert rep["restarts"] >= 1  # the child was restarted after each failure
-    assert sum(1 for op, _ in rep["ops"] if op == "evict") == 3  # shrunk to the third evict
+    assert sum(1 for op, _ in rep["counterexample"] if op == "evict") == 3  # shrunk to the third evict
 
 
 def test_a_program_that_does_not_start_or_greet_is_an_error(tmp_path: Path) -> None:

@@ -37,8 +37,8 @@ def test_a_crafted_schedule_matches_event_for_event() -> None:
 def test_generated_schedules_do_not_diverge() -> None:
     rep = mk.run(workloads=300, seed=3)
     assert rep.divergences == 0, rep.to_json()
-    assert rep.requests > 600 and rep.events > 600
-    cov = rep.coverage  # the workloads reach what the scheduler model is for
+    assert rep.extra["requests"] > 600 and rep.extra["events"] > 600
+    cov = rep.extra["coverage"]  # the workloads reach what the scheduler model is for
     assert cov["concurrent_requests"] > 300 and cov["chunked_prefills"] > 100 and cov["preemptions"] > 10
     assert cov["rejected"] > 0 and 0 < cov["stalled_workloads"] < rep.workloads // 4
 
@@ -113,7 +113,7 @@ def test_a_wrong_scheduler_model_is_caught(wrong: Any, monkeypatch: pytest.Monke
     monkeypatch.setattr(mk, "VllmScheduler", wrong)
     rep = mk.run(workloads=300, seed=0)
     assert rep.divergences == 1 and rep.counterexample is not None
-    assert len(rep.counterexample["prompts"]) <= 3
+    assert len(rep.counterexample[0][1]["prompts"]) <= 3
 
 
 # ----------------------------------------------------------------------------- the live path

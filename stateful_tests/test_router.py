@@ -154,7 +154,7 @@ def real() -> radix.RealRadixTree:
 def test_differential_against_the_real_radix_tree(real: radix.RealRadixTree, seed: int) -> None:
     rep = radix.run(radix.ModelRadixTree(), real, workloads=300, seed=seed)
     assert rep.divergences == 0, rep.to_json()
-    assert rep.workloads == 300 and rep.events > 1000
+    assert rep.workloads == 300 and rep.extra["events"] > 1000
 
 
 def test_the_differential_runner_finds_and_shrinks_a_divergence(real: radix.RealRadixTree) -> None:
@@ -163,7 +163,7 @@ def test_the_differential_runner_finds_and_shrinks_a_divergence(real: radix.Real
     rep = radix.run(radix.ModelRadixTree("4276866"), real, workloads=300, seed=0)
     assert rep.divergences == 1 and rep.counterexample is not None
     assert len(rep.counterexample) <= 2
-    assert radix.differential(radix.ModelRadixTree("4276866"), real, rep.counterexample, radix.PROBES) is not None
+    assert radix.differential(radix.ModelRadixTree("4276866"), real, rep.counterexample) is not None
 
 
 class _NoPruning(radix.ModelRadixTree):
@@ -182,8 +182,8 @@ class _NoPruning(radix.ModelRadixTree):
 
 def test_a_seeded_model_bug_is_caught(real: radix.RealRadixTree) -> None:
     ops = [stored(None, [(100, 1), (101, 2), (102, 3)]), stored(101, [(110, 9)]), removed([101])]
-    assert radix.differential(radix.ModelRadixTree(), real, ops, radix.PROBES) is None
-    d = radix.differential(_NoPruning(), real, ops, radix.PROBES)
+    assert radix.differential(radix.ModelRadixTree(), real, ops) is None
+    d = radix.differential(_NoPruning(), real, ops)
     assert d is not None and d.step == 2 and d.what == "content"
 
 

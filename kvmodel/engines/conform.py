@@ -38,8 +38,13 @@ class ConformEngine:
             res.error = why
             return res
         j = t.run(workloads=t.check_workloads, seed=budget.seed)
-        res.seconds, res.steps = j["seconds"], j.get("events", j.get("operations", 0))
+        res.seconds, res.steps = j["seconds"], j.get("events", j.get("steps", 0))
         res.extra["conformance"] = j
+        verdict = j.get("verdict") or ("violation" if j["divergences"] else "pass")
+        if verdict == "inconclusive":  # nothing was compared: never a pass
+            res.outcome, res.verdict = "inconclusive", "INCONCLUSIVE"
+            res.error = "no step was compared"
+            return res
         if not j["divergences"]:
             res.outcome, res.verdict = "pass", "pass"
             return res

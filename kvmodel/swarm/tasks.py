@@ -402,12 +402,14 @@ def _run_conform(task: Task, case: Case) -> dict[str, Any]:
     if why is not None:
         return {"outcome": "error", "steps": 0, "violation": None, "found": [], "error": why, "trace_doc": None}
     j = t.run(workloads=int(task.config["workloads"]), seed=task.seed, max_ops=int(task.config["max_ops"]))
-    steps = int(j.get("events", j.get("operations", 0)))
+    steps = int(j.get("events", j.get("steps", 0)))
     if not j["divergences"]:
         return {"outcome": "pass", "steps": steps, "violation": None, "found": [], "error": None, "trace_doc": None}
     from kvmodel.engines.conform import divergence
 
     doc = {"target": t.name, t.counterexample_key: j.get("counterexample")}
+    if j.get("config"):
+        doc["config"] = j["config"]
     return {
         "outcome": "violation",
         "steps": steps,

@@ -24,24 +24,26 @@ def mocker_run(
 ) -> dict[str, Any]:
     from kvmodel.conformance import mocker
 
-    out: dict[str, Any] = mocker.run(workloads=workloads, seed=seed, progress=progress).to_json()
+    out: dict[str, Any] = mocker.run(workloads=workloads, seed=seed, component="g1_native", progress=progress).to_json()
     return out
 
 
 def mocker_describe(out: dict[str, Any]) -> list[str]:
     cov = out["coverage"]
+    rate = round(out["events"] / out["seconds"], 1) if out["seconds"] else None
     lines = [
         "ai-dynamo-runtime 1.6.1 mocker, sequential and concurrent requests: "
         f"{out['workloads']} workloads, {out['requests']} requests, {out['events']} events, "
-        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['events_per_second']} events/s, both sides)",
+        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({rate} events/s, both sides)",
         f"  exercised: {cov.get('concurrent_requests', 0)} concurrent requests, "
         f"{cov.get('chunked_prefills', 0)} chunked prefills, {cov.get('preemptions', 0)} preemptions, "
         f"{cov.get('rejected', 0)} rejections, {cov.get('stalled_workloads', 0)} stalled workloads",
     ]
     d = out["first_divergence"]
     if d:
-        lines.append(f"DIVERGENCE ({d['what']} #{d['index']}): model {d['model']}, real {d['real']}")
-        lines.append(f"  workload: {json.dumps(out['counterexample'], sort_keys=True)}")
+        lines.append(f"DIVERGENCE ({d['what']}): model {d['model']}, real {d['implementation']}")
+        lines.append(f"  engine: {json.dumps(out['config'], sort_keys=True)}")
+        lines.append(f"  workload: {json.dumps(out['counterexample'][0][1], sort_keys=True)}")
     return lines
 
 
@@ -62,22 +64,34 @@ def vllm_run(
     from kvmodel.conformance import vllm_pool
 
     real = vllm_pool.VllmPool()
-    rep = vllm_pool.run(vllm_pool.ModelPool(), real, workloads=workloads, seed=seed, max_ops=max_ops, progress=progress)
+    rep = vllm_pool.run(
+        vllm_pool.ModelPool(),
+        real,
+        workloads=workloads,
+        seed=seed,
+        max_ops=max_ops,
+        component="g1_native",
+        progress=progress,
+    )
     out: dict[str, Any] = rep.to_json()
     out["duplicate_copy_witness"] = vllm_pool.duplicate_witness(real)
     return out
 
 
 def vllm_describe(out: dict[str, Any]) -> list[str]:
+    rate = round(out["steps"] / out["seconds"], 1) if out["seconds"] else None
     lines = [
-        f"{out['real']}: {out['workloads']} workloads, {out['operations']} operations, "
-        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['operations_per_second']} operations/s, "
+        f"{out['implementation']}: {out['workloads']} workloads, {out['steps']} operations, "
+        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({rate} operations/s, "
         f"both sides); {out['duplicate_events']} per-copy events beyond the per-hash transitions (documented)"
     ]
     d = out["first_divergence"]
     if d:
-        lines.append(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['real']}")
-        lines += [f"  {json.dumps(op, sort_keys=True)}" for op in out["counterexample"]]
+        lines.append(
+            f"DIVERGENCE at step {d['step']} ({d['what']}), capacity {out['config'].get('capacity')}: "
+            f"model {d['model']}, real {d['implementation']}"
+        )
+        lines += [f"  {op} {json.dumps(args, sort_keys=True)}" for op, args in out["counterexample"]]
     return lines
 
 

@@ -32,6 +32,7 @@ def run(
         workloads=workloads,
         seed=seed,
         max_ops=max_ops,
+        component="router",
         progress=progress,
     )
     out = rep.to_json()
@@ -46,13 +47,14 @@ def diverges(ops: Any) -> bool:
 
 
 def describe(out: dict[str, Any]) -> list[str]:
+    rate = round(out["events"] / out["seconds"], 1) if out["seconds"] else None
     lines = [
-        f"{out['workloads']} workloads, {out['events']} events ({out['operations']} operations), "
-        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({out['events_per_second']} events/s, both sides)"
+        f"{out['workloads']} workloads, {out['events']} events ({out['steps']} operations), "
+        f"{out['divergences']} divergences, {out['seconds']:.2f}s ({rate} events/s, both sides)"
     ]
     d = out["first_divergence"]
     if d:
-        lines.append(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['real']}")
+        lines.append(f"DIVERGENCE at step {d['step']} ({d['what']}): model {d['model']}, real {d['implementation']}")
         lines.append("minimal operations:")
-        lines += [f"  {json.dumps(op, sort_keys=True)}" for op in out["counterexample"]]
+        lines += [f"  {op} {json.dumps(args, sort_keys=True)}" for op, args in out["counterexample"]]
     return lines

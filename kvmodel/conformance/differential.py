@@ -1,0 +1,407 @@
+"""One conformance contract: the model and an implementation driven step by step, compared after
+every step, the first divergence shrunk — for users' adapters (:mod:`kvmodel.api`, the harness)
+and for the real binaries (the router's ``RadixTree``, the mocker, vLLM's ``BlockPool``).
+
+An *adapter* is Porcupine's Init/Step: ``reset(config)`` starts a fresh instance for a
+configuration and ``step(op, args) -> Observation`` takes one operation — a trace-format step,
+the operation's name and its JSON arguments — and says what it did (a JSON object). Both sides of
+a run are adapters: the *model* (the reference) and the *implementation*. A target supplies
+``compare(op, args, model, implementation, memo)``, which returns ``(what, model value,
+implementation value)`` for the first thing that differs (``memo`` lives for one run: a renaming
+of handles, say). A model whose step depends on choices the implementation made (the tokens the
+real mocker sampled) has ``given(observation)``: it is called with the implementation's
+observation before the model's step, and the implementation steps first.
+
+Nothing the implementation does escapes a run: an exception, or a call that outlasts the step
+timeout (:class:`Caller`), is a divergence of its own kind (``exception`` / ``timeout``; a harness
+child's crash carries its own ``divergence_kind``). A step the *model* rejects as malformed
+(``InvalidInput``) makes the list itself invalid: :func:`differential` raises, and the
+minimizer skips such candidates.
+
+:func:`run` draws seeded workloads (:mod:`kvmodel.conformance.search`), runs each, shrinks the
+first divergence (Hypothesis, then :func:`kvmodel.shrink.one_minimal`) and re-runs the shrunk
+list; a divergence that does not reproduce is reported ``flaky`` with the list first seen. The
+:class:`Report` has one verdict in every format: ``violation`` on any divergence, ``inconclusive``
+when no step ran, else ``pass``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+
+from kvmodel import determinism
+from kvmodel.model.errors import InvalidInput
+
+Action = tuple[str, Any]  # (operation, JSON arguments): one step of the trace format
+Observation = dict[str, Any]
+Difference = tuple[str, Any, Any]  # (what, the model's value, the implementation's value)
+Compare = Callable[[str, Any, Observation, Any, dict[str, Any]], Difference | None]
+
+
+class Adapter(Protocol):
+    """An implementation (or the model) behind the conformance contract."""
+
+    name: str
+
+    def reset(self, config: dict[str, Any]) -> None: ...
+    def step(self, op: str, args: Any) -> Observation: ...
+
+
+def json_safe(x: Any, depth: int = 0) -> Any:
+    """``x`` as JSON values (a report must serialise whatever an adapter returned)."""
+    if x is None or isinstance(x, bool | int | float | str):
+        return x
+    if depth > 20:
+        return repr(x)[:200]
+    if isinstance(x, list | tuple):
+        return [json_safe(v, depth + 1) for v in x]
+    if isinstance(x, dict):
+        return {str(k): json_safe(v, depth + 1) for k, v in x.items()}
+    return repr(x)[:200]
+
+
+@attrs.define
+class Divergence:
+    """The first step where the implementation and the model disagree. ``what``: the part of the
+    observation that differs (a target's own names — ``returns``, ``error``, ``events``,
+    ``content``, ``cached``, ...), or ``exception`` (the adapter raised), ``malformed`` (its answer
+    is not an observation), ``timeout`` (a step outlasted the step timeout), ``reset`` (``reset``
+    raised) or ``crash`` (a harness child exited; :mod:`kvmodel.harness`)."""
+
+    step: int
+    op: str
+    args: Any
+    what: str
+    model: Any
+    implementation: Any
+
+    def __attrs_post_init__(self) -> None:
+        self.args = json_safe(self.args)
+        self.model, self.implementation = json_safe(self.model), json_safe(self.implementation)
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    def __str__(self) -> str:
+        return (
+            f"step {self.step + 1}, {self.op} {json.dumps(self.args, sort_keys=True)}: {self.what} differ — "
+            f"model {json.dumps(self.model, sort_keys=True)}, implementation {json.dumps(self.implementation)}"
+        )
+
+
+class Stuck(Exception):
+    """An adapter call did not return within the step timeout; the adapter cannot be used again."""
+
+
+class Caller:
+    """Runs adapter calls on one worker thread with a timeout (``None``: in the caller's thread, no
+    limit). A hung call cannot be killed, so once one times out every later call is refused."""
+
+    def __init__(self, timeout: float | None) -> None:
+        import concurrent.futures
+
+        self.timeout = timeout
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvmodel-adapter")
+        self.stuck = False
+
+    def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
+        import concurrent.futures
+
+        if self.stuck:
+            raise Stuck("an earlier call timed out")
+        if self.timeout is None:
+            return fn(*args)
+        fut = self.pool.submit(fn, *args)
+        try:
+            return fut.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            self.stuck = True
+            raise Stuck(f"no answer within {self.timeout:g} s") from None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=not self.stuck, cancel_futures=True)
+
+
+def _direct(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def failure_text(e: BaseException) -> str:
+    """An adapter's failure for a report: its repr, or a harness failure's message with the
+    child's standard-error tail (at most 2,300 characters)."""
+    if getattr(e, "divergence_kind", None):
+        return str(e)[:2300]
+    return repr(e)[:300]
+
+
+def _expected(want: Observation | None) -> Any:
+    """What the model did at a step the implementation failed: its rejection, else its value."""
+    if not isinstance(want, dict):
+        return want
+    if want.get("error") is not None:
+        return want["error"]
+    return want.get("returns", want)
+
+
+def in_order(keys: Sequence[str]) -> Compare:
+    """A comparison of the observations' ``keys``, in order: the first that differs."""
+
+    def compare(op: str, args: Any, want: Observation, got: Any, memo: dict[str, Any]) -> Difference | None:
+        if not isinstance(got, dict) or any(k not in got for k in keys):
+            return ("malformed", want, f"step() must return a dict with {', '.join(keys)}: {got!r:.200}")
+        for k in keys:
+            if want[k] != got[k]:
+                return (k, want[k], got[k])
+        return None
+
+    return compare
+
+
+OnStep = Callable[[str, Any, Observation, Any], None]
+
+
+def differential(
+    model: Adapter,
+    impl: Adapter,
+    config: dict[str, Any],
+    actions: Sequence[Action],
+    compare: Compare,
+    *,
+    call: Callable[..., Any] | None = None,
+    on_step: OnStep | None = None,
+) -> tuple[Divergence | None, int]:
+    """Run ``actions`` on a reset model and a reset implementation; the first divergence and the
+    number of steps run. ``call`` runs each implementation call (a :class:`Caller` with a
+    timeout); ``on_step(op, args, model, implementation)`` sees every step both sides took."""
+    call = call or _direct
+    memo: dict[str, Any] = {}
+    model.reset(dict(config))
+    try:
+        call(impl.reset, dict(config))
+    except Stuck as e:
+        return Divergence(0, "reset", dict(config), "timeout", None, str(e)), 0
+    except Exception as e:
+        kind = getattr(e, "divergence_kind", None) or "reset"  # a harness child's crash or timeout
+        return Divergence(0, "reset", dict(config), kind, None, failure_text(e)), 0
+    given = getattr(model, "given", None)
+    for i, (op, args) in enumerate(actions):
+        want: Observation | None = None if given is not None else model.step(op, args)
+        try:
+            got = call(impl.step, op, json.loads(json.dumps(args)))
+        except Stuck as e:
+            return Divergence(i, op, args, "timeout", _expected(want), str(e)), i + 1
+        except Exception as e:  # the implementation crashed: a divergence, not our failure
+            kind = getattr(e, "divergence_kind", None) or "exception"
+            return Divergence(i, op, args, kind, _expected(want), failure_text(e)), i + 1
+        if given is not None:
+            given(got)
+            want = model.step(op, args)
+        assert want is not None
+        if on_step is not None:
+            on_step(op, args, want, got)
+        d = compare(op, args, want, got, memo)
+        if d is not None:
+            return Divergence(i, op, args, *d), i + 1
+    return None, len(actions)
+
+
+Normalize = Callable[[dict[str, Any], list[Action]], list[Action]]
+
+
+def minimize(
+    model: Adapter,
+    impl: Adapter,
+    config: dict[str, Any],
+    actions: list[Action],
+    compare: Compare,
+    *,
+    call: Callable[..., Any] | None = None,
+    normalize: Normalize | None = None,
+) -> list[Action]:
+    """Drop every step whose removal keeps a divergence (1-minimal, :func:`kvmodel.shrink.one_minimal`);
+    a candidate goes on as the steps it ran up to its divergence. ``normalize(config, candidate)``
+    turns a candidate into the steps it stands for (a dropped step may leave a later one naming nothing); a candidate
+    the model rejects as malformed is skipped, and so is one that only times out."""
+    from kvmodel.shrink import one_minimal
+
+    def still(cand: list[Action]) -> list[Action] | None:
+        if normalize is not None:
+            cand = normalize(config, cand)
+        try:
+            d, _ = differential(model, impl, config, cand, compare, call=call)
+        except InvalidInput:
+            return None
+        return cand[: d.step + 1] if d is not None and d.what != "timeout" else None
+
+    return one_minimal(actions, still)
+
+
+@attrs.define
+class Report:
+    """What a conformance run found: the implementation, the model it was compared with
+    (``component``, ``config``, ``quirks``), what ran (``workloads``, ``steps``, ``op_counts``),
+    the shrunk divergence and its operations (``ops``), a kvmodel trace of the model's run of them
+    when the target records one, and a target's own tallies (``extra``: events, requests,
+    coverage, ...)."""
+
+    implementation: str
+    component: str
+    config: dict[str, Any] = attrs.field(factory=dict)
+    quirks: list[str] = attrs.field(factory=list)
+    workloads: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    seed: int = 0
+    divergence: Divergence | None = None
+    ops: list[Action] | None = None  # the shrunk operation list
+    trace: dict[str, Any] | None = None  # the model's run of ``ops``, divergence marked
+    flaky: bool = False  # a divergence was seen but did not reproduce: ops and trace are unshrunk
+    shrink_runs: int = 0
+    op_counts: dict[str, int] = attrs.field(factory=dict)  # steps run per operation
+    target: str = "api"
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No divergence was ever observed (a flaky one makes the report not ok)."""
+        return self.divergence is None and not self.flaky
+
+    @property
+    def divergences(self) -> int:
+        return 0 if self.ok else 1
+
+    @property
+    def counterexample(self) -> list[Action] | None:
+        return self.ops
+
+    @property
+    def verdict(self) -> str:
+        """``violation`` on any divergence; ``inconclusive`` when no step ran (nothing was
+        compared: never a pass); else ``pass``."""
+        if not self.ok:
+            return "violation"
+        return "pass" if self.steps > 0 else "inconclusive"
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "target": self.target,
+            "implementation": self.implementation,
+            "component": self.component,
+            "config": self.config,
+            "quirks": self.quirks,
+            "workloads": self.workloads,
+            "steps": self.steps,
+            "seconds": round(self.seconds, 3),
+            "seed": self.seed,
+            "divergences": self.divergences,
+            "first_divergence": None if self.divergence is None else self.divergence.to_json(),
+            "counterexample": None if self.ops is None else [[op, args] for op, args in self.ops],
+            "flaky": self.flaky,
+            "verdict": self.verdict,
+            "shrink_runs": self.shrink_runs,
+            "op_counts": dict(sorted(self.op_counts.items())),
+        }
+        extra: dict[str, Any] = json_safe(self.extra)
+        return out | extra
+
+    def write_trace(self, path: str | Path) -> Path | None:
+        """Write the counterexample trace (``kvmodel show`` / ``kvmodel replay`` read it)."""
+        from kvmodel import traces
+
+        return None if self.trace is None else traces.write(self.trace, path)
+
+    def explain(self) -> str:
+        if self.divergence is None:
+            return f"{self.implementation}: {self.workloads} workloads, {self.steps} steps, no divergence"
+        from kvmodel import show
+
+        how = "FLAKY: it did not reproduce when re-run, unshrunk" if self.flaky else "after shrinking"
+        text = (
+            f"{self.implementation} diverges from the {self.component} model ({len(self.ops or [])} step(s) "
+            f"{how}): {self.divergence}\n"
+        )
+        return text + (show.terminal(self.trace) if self.trace is not None else "")
+
+
+Case = tuple[dict[str, Any], list[Action]]
+Tally = Callable[[Report, str, Any, Observation, Any], None]
+
+
+def run(
+    model: Adapter,
+    impl: Adapter,
+    report: Report,
+    *,
+    strategy: Any,
+    case: Callable[[Any], Case],
+    compare: Compare,
+    workloads: int,
+    call: Callable[..., Any] | None = None,
+    normalize: Normalize | None = None,
+    tally: Tally | None = None,
+    label: Callable[[str, Any], str] | None = None,
+    size: Callable[[Case], Any] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Draw ``workloads`` examples from ``strategy`` (seeded by ``report.seed``); ``case(example)``
+    is its configuration and operation list; run each (:func:`differential`); shrink the first
+    divergence (Hypothesis, then :func:`minimize`) and re-run it. Fills and returns ``report``:
+    ``workloads`` and ``steps`` count the generated runs only; ``tally(report, op, args, model,
+    implementation)`` sees each of their steps; ``label(op, args)`` names the step in
+    ``op_counts`` (default the operation); ``size(case)`` orders the divergent cases seen, the
+    smallest shrunk further (default: the number of steps up to the divergence). A model that
+    rejects a generated list as malformed is the caller's bug: ``InvalidInput`` propagates."""
+    from kvmodel.conformance.search import failing_examples
+
+    determinism.pin()
+    t0 = time.perf_counter()
+    caller = call if call is not None else _direct
+    found: list[tuple[dict[str, Any], list[Action], Divergence]] = []
+    name = label or (lambda op, args: op)
+
+    def diverges(example: Any, shrinking: bool) -> bool:
+        if getattr(caller, "stuck", False):  # a hung adapter: nothing more can be asked of it
+            return bool(found)
+        config, actions = case(example)
+
+        def on_step(op: str, args: Any, want: Observation, got: Any) -> None:
+            assert tally is not None
+            tally(report, op, args, want, got)
+
+        hook = None if shrinking or tally is None else on_step
+        d, n = differential(model, impl, config, actions, compare, call=caller, on_step=hook)
+        if shrinking:
+            report.shrink_runs += 1
+        else:
+            report.workloads += 1
+            report.steps += n
+            for op, args in actions[:n]:
+                k = name(op, args)
+                report.op_counts[k] = report.op_counts.get(k, 0) + 1
+            if progress is not None:
+                progress(report.workloads)
+        if d is not None:
+            found.append((config, list(actions[: d.step + 1]), d))
+        return d is not None
+
+    failing_examples(strategy, workloads=workloads, seed=report.seed, diverges=diverges)
+    if found:
+        first = found[0]
+        measure = size or (lambda c: len(c[1]))
+        config, ops, _ = min(found, key=lambda f: measure((f[0], f[1])))
+        d: Divergence | None = None
+        if not getattr(caller, "stuck", False):
+            ops = minimize(model, impl, config, ops, compare, call=caller, normalize=normalize)
+            d, _ = differential(model, impl, config, ops, compare, call=caller)
+        if d is None:  # seen, but not when re-run: flaky (or the adapter hung)
+            report.flaky = first[2].what != "timeout"
+            config, ops, d = first
+        report.config, report.divergence, report.ops = dict(config), d, ops
+    report.seconds = time.perf_counter() - t0
+    return report
