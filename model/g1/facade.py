@@ -8,6 +8,11 @@ been published yet). The default backend is KVBM (``new_with_event_sink`` →
 is chosen with ``backend="native"``. Quirks are the union of both components' names; each
 backend reads its own.
 
+The facade holds one :class:`G1Backend` — the arms of ``g1_manager.rs``'s ``match`` on its
+backend enum: :class:`KvbmArm` over ``kvbm_backend::KvManager`` and :class:`NativeArm` over
+``vllm_backend::VllmKvManager``. Each arm is what Rust does in that arm (the native one validates
+PLH alignment and promotes the computed tail; the KVBM one ignores owners and reusable prefixes).
+
 Results are the real ``G1Acquire`` values (``kvmodel.model.g1.acquire``: ``Ready(n)`` and
 ``CapacityExhausted``, whose text is what traces record); reservations are returned as objects.
 """
@@ -15,7 +20,7 @@ Results are the real ``G1Acquire`` values (``kvmodel.model.g1.acquire``: ``Ready
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from kvmodel.model.blocks import FullBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
@@ -50,9 +55,242 @@ def layout_of(sig: G1Use) -> Layout:
     )
 
 
+class G1Backend(Protocol):
+    """What the facade asks of its backend (one arm of ``g1_manager.rs``'s ``match``). A
+    reservation from the other backend is a panic ("... belongs to a different G1 backend");
+    ``reserve_*`` return ``None`` where Rust returns ``G1Acquire::CapacityExhausted``."""
+
+    name: str
+
+    def clone(self) -> G1Backend: ...
+    def key(self) -> tuple[Any, ...]: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def block_size(self) -> int: ...
+    def drain_events(self) -> list[Published]: ...
+    def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire: ...
+    def process(self, sig: G1Signal) -> G1Acquire: ...
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None: ...
+    def reserve_decode_blocks(self, count: int) -> Any | None: ...
+    def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire: ...
+    def release_decode_reservation(self, res: Any) -> None: ...
+    def reserve_destination_at(
+        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
+    ) -> Any | None: ...
+    def activate_destination(self, res: Any) -> None: ...
+    def cancel_destination(self, res: Any) -> None: ...
+    def num_active_blocks(self) -> int: ...
+    def num_active_block_refs(self) -> int: ...
+    def num_inactive_blocks(self) -> int: ...
+    def max_capacity(self) -> int: ...
+    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]: ...
+
+
+def _own(res: Any, cls: type) -> None:
+    if not isinstance(res, cls):
+        if cls in (KvbmDecodeReservation, DecodeReservation):
+            raise NativePanic("decode reservation belongs to a different G1 backend")
+        raise NativePanic("destination reservation belongs to a different G1 backend")
+
+
+class KvbmArm:
+    """``G1Backend::Kvbm``: every call goes to ``kvbm_backend::KvManager``
+    (:class:`~kvmodel.model.g1.kvbm.KvbmKvManager`); owners and reusable prefixes are ignored and
+    the lifecycle is eager (finalizing is a no-op)."""
+
+    name = "kvbm"
+
+    def __init__(self, m: KvbmKvManager) -> None:
+        self.m = m
+
+    def clone(self) -> KvbmArm:
+        return KvbmArm(self.m.clone())
+
+    def key(self) -> tuple[Any, ...]:
+        return tuple(self.m.key())
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.m.snapshot()
+
+    def block_size(self) -> int:
+        return self.m.block_size
+
+    def drain_events(self) -> list[Published]:
+        return self.m.drain_events()
+
+    def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
+        return self.m.process(sig)
+
+    def process(self, sig: G1Signal) -> G1Acquire:
+        return self.m.process(sig)
+
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
+        return None
+
+    def reserve_decode_blocks(self, count: int) -> KvbmDecodeReservation | None:
+        return self.m.reserve_decode_blocks(count)
+
+    def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
+        _own(res, KvbmDecodeReservation)
+        return self.m.process_decode_signal(sig, res)
+
+    def release_decode_reservation(self, res: Any) -> None:
+        _own(res, KvbmDecodeReservation)
+        self.m.release_decode_reservation(res)
+
+    def reserve_destination_at(
+        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
+    ) -> KvbmDestination | None:
+        return self.m.reserve_destination(sequence.prepare_allocation(sequence.num_input_tokens), eviction_now_ms)
+
+    def activate_destination(self, res: Any) -> None:
+        _own(res, KvbmDestination)
+        self.m.activate_destination(res)
+
+    def cancel_destination(self, res: Any) -> None:
+        _own(res, KvbmDestination)
+        self.m.cancel_destination(res)
+
+    def num_active_blocks(self) -> int:
+        return self.m.num_active_blocks()
+
+    def num_active_block_refs(self) -> int:
+        return self.m.num_active_block_refs()
+
+    def num_inactive_blocks(self) -> int:
+        return self.m.num_inactive_blocks()
+
+    def max_capacity(self) -> int:
+        return self.m.max_capacity
+
+    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
+        return self.m.get_prefill_cost(sequence.unique, sequence.plhs, len(sequence), sequence.caching)
+
+
+class NativeArm:
+    """``G1Backend::Native``: ``vllm_backend::VllmKvManager`` (:class:`~kvmodel.model.g1.native.NativeKvManager`)
+    with the facade's part of that arm — PLH alignment checked before a Use, a decode Use and a
+    destination reservation; Deref and Promote take no reusable prefix; finalizing a decision
+    promotes the computed tail (R05: after caching; ``promote_tail_before_finalize``, commit
+    366ff0ef: before)."""
+
+    name = "native"
+
+    def __init__(self, m: NativeKvManager, quirks: frozenset[str]) -> None:
+        self.m, self.quirks = m, quirks
+
+    def clone(self) -> NativeArm:
+        return NativeArm(self.m.clone(), self.quirks)
+
+    def key(self) -> tuple[Any, ...]:
+        """The observable state, canonical: copy ids renamed by age, event ids left out."""
+        m = self.m
+        p = m.pool
+        rank = {i: k for k, i in enumerate(sorted(p.copies))}
+        return (
+            tuple((rank[i], c.hash, c.refs, c.pins) for i, c in sorted(p.copies.items())),
+            tuple(sorted((h, tuple(rank[i] for i in ids)) for h, ids in p.by_hash.items())),
+            tuple(rank[i] for i in p.inactive),
+            p.reserved,
+            tuple(
+                (o, tuple((rank[e.copy], e.hash, e.uuid, repr(e.pending)) for e in t))
+                for o, t in sorted(m.tables.items())
+            ),
+            tuple(sorted(m.partial_uuids)),
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.m.snapshot()
+
+    def block_size(self) -> int:
+        return self.m.block_size
+
+    def drain_events(self) -> list[Published]:
+        return self.m.drain_events()
+
+    def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
+        m = self.m
+        if isinstance(sig, G1Use):
+            validate_plh_alignment(sig.blocks, len(sig.plhs))
+            return m.use_for_request(owner, layout_of(sig), reusable_prefix_blocks)
+        if reusable_prefix_blocks != 0:
+            raise NativePanic("assertion `left == right` failed", f"left: {reusable_prefix_blocks}, right: 0")
+        if isinstance(sig, G1Deref):
+            m.deref_for_request(owner, sig.blocks)
+        elif isinstance(sig, G1Promote):
+            m.promote_for_request(owner, sig.uuid, sig.seq_hash, sig.parent_hash, sig.local_hash, _toks(sig.token_ids))
+        else:
+            raise InvalidInput(f"not a G1 MoveBlock: {sig!r}")
+        return Ready(1)
+
+    def process(self, sig: G1Signal) -> G1Acquire:
+        raise NativePanic("native G1 operations require a request owner")
+
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
+        if "promote_tail_before_finalize" in self.quirks:
+            self._promote_tail(owner, after, sequence)
+            self.m.finalize_computed_prefix(owner, before, after)
+            return
+        self.m.finalize_computed_prefix(owner, before, after)
+        self._promote_tail(owner, after, sequence)
+
+    def _promote_tail(self, owner: int, after: int, sequence: NewActiveSequence) -> None:
+        p = sequence.promote_computed_tail(after)
+        if p is not None and not isinstance(self.process_for_request(owner, p, 0), Ready):
+            raise NativePanic("computed-tail promotion must be infallible")
+
+    def reserve_decode_blocks(self, count: int) -> DecodeReservation | None:
+        return self.m.reserve_decode_blocks(count)
+
+    def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
+        _own(res, DecodeReservation)
+        if isinstance(sig, G1Use):
+            validate_plh_alignment(sig.blocks, len(sig.plhs))
+            out = self.m.use_decode_reservation(owner, layout_of(sig), res)
+            if not isinstance(out, Ready) or out.n != len(sig.blocks):
+                raise NativePanic("reserved decode allocation must be infallible")
+            return out
+        return self.process_for_request(owner, sig, 0)
+
+    def release_decode_reservation(self, res: Any) -> None:
+        _own(res, DecodeReservation)
+        self.m.release_decode_reservation(res)
+
+    def reserve_destination_at(
+        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
+    ) -> DestinationReservation | None:
+        sig = sequence.prepare_allocation(sequence.num_input_tokens)
+        if sig is not None:
+            validate_plh_alignment(sig.blocks, len(sig.plhs))
+        return self.m.reserve_destination(owner, None if sig is None else layout_of(sig), sequence.num_input_tokens)
+
+    def activate_destination(self, res: Any) -> None:
+        _own(res, DestinationReservation)
+        self.m.activate_destination(res)
+
+    def cancel_destination(self, res: Any) -> None:
+        _own(res, DestinationReservation)
+        self.m.cancel_destination(res)
+
+    def num_active_blocks(self) -> int:
+        return self.m.num_active_blocks()
+
+    def num_active_block_refs(self) -> int:
+        return self.m.num_active_block_refs()
+
+    def num_inactive_blocks(self) -> int:
+        return self.m.num_inactive_blocks()
+
+    def max_capacity(self) -> int:
+        return self.m.pool.capacity
+
+    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
+        return self.m.get_prefill_cost(sequence.unique, len(sequence), sequence.caching)
+
+
 class G1Manager:
     """``G1Manager``: KVBM by default (``new_with_event_sink`` / ``new_with_eviction_backend``),
-    or the native backend (``new_with_backend_and_caching(..., Native, caching)``)."""
+    or the native backend (``new_with_backend_and_caching(..., Native, caching)``); every call
+    goes to the one :class:`G1Backend` it holds (``self.arm``)."""
 
     def __init__(
         self,
@@ -72,19 +310,20 @@ class G1Manager:
             raise InvalidInput(f"unknown G1 backend {backend!r} (known: ['kvbm', 'native'])")
         self.quirks = resolve("g1_kvbm" if backend == "kvbm" else "g1_native", quirks)
         self.backend = backend
-        self.kvbm: KvbmKvManager | None = None
-        self._native: NativeKvManager | None = None
+        self.arm: G1Backend
         if backend == "kvbm":
-            self.kvbm = KvbmKvManager(
-                max_capacity,
-                block_size,
-                eviction_backend=eviction_backend,
-                publishers=publishers,
-                dp_rank=dp_rank,
-                quirks=self.quirks,
+            self.arm = KvbmArm(
+                KvbmKvManager(
+                    max_capacity,
+                    block_size,
+                    eviction_backend=eviction_backend,
+                    publishers=publishers,
+                    dp_rank=dp_rank,
+                    quirks=self.quirks,
+                )
             )
         else:
-            self._native = NativeKvManager(
+            native = NativeKvManager(
                 max_capacity,
                 block_size,
                 enable_prefix_caching=enable_prefix_caching,
@@ -92,140 +331,65 @@ class G1Manager:
                 dp_rank=dp_rank,
                 quirks=self.quirks,
             )
+            self.arm = NativeArm(native, frozenset(self.quirks))
+
+    @property
+    def kvbm(self) -> KvbmKvManager | None:
+        """The KVBM backend's manager, or ``None`` on the native backend."""
+        return self.arm.m if isinstance(self.arm, KvbmArm) else None
 
     @property
     def native(self) -> NativeKvManager:
-        if self._native is None:
+        if not isinstance(self.arm, NativeArm):
             raise NativePanic("not the native G1 backend")
-        return self._native
-
-    def _kv(self) -> KvbmKvManager | None:
-        return self.kvbm
+        return self.arm.m
 
     def clone(self) -> G1Manager:
         c = G1Manager.__new__(G1Manager)
         c.quirks, c.backend = self.quirks, self.backend
-        c.kvbm = None if self.kvbm is None else self.kvbm.clone()
-        c._native = None if self._native is None else self._native.clone()
+        c.arm = self.arm.clone()
         return c
 
     def key(self) -> tuple[Any, ...]:
-        """The observable state, canonical: copy ids renamed by age, event ids left out."""
-        if self.kvbm is not None:
-            return tuple(self.kvbm.key())
-        m = self.native
-        p = m.pool
-        rank = {i: k for k, i in enumerate(sorted(p.copies))}
-        return (
-            tuple((rank[i], c.hash, c.refs, c.pins) for i, c in sorted(p.copies.items())),
-            tuple(sorted((h, tuple(rank[i] for i in ids)) for h, ids in p.by_hash.items())),
-            tuple(rank[i] for i in p.inactive),
-            p.reserved,
-            tuple(
-                (o, tuple((rank[e.copy], e.hash, e.uuid, repr(e.pending)) for e in t))
-                for o, t in sorted(m.tables.items())
-            ),
-            tuple(sorted(m.partial_uuids)),
-        )
+        """The observable state, canonical (the backend's)."""
+        return self.arm.key()
 
     def snapshot(self) -> dict[str, Any]:
-        return self.kvbm.snapshot() if self.kvbm is not None else self.native.snapshot()
+        return self.arm.snapshot()
 
     @property
     def block_size(self) -> int:
-        return self.kvbm.block_size if self.kvbm is not None else self.native.block_size
+        return self.arm.block_size()
 
     def drain_events(self) -> list[Published]:
-        return self.kvbm.drain_events() if self.kvbm is not None else self.native.drain_events()
+        return self.arm.drain_events()
 
     # -- signals
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int = 0) -> G1Acquire:
         """Native: a Use's PLHs must align with its full blocks; Deref and Promote take no
         reusable prefix and always return ``Ready(1)`` (§6 #25 for KVBM: the same shape). KVBM
         ignores the owner and the reusable prefix."""
-        if self.kvbm is not None:
-            return self.kvbm.process(sig)
-        m = self.native
-        if isinstance(sig, G1Use):
-            validate_plh_alignment(sig.blocks, len(sig.plhs))
-            return m.use_for_request(owner, layout_of(sig), reusable_prefix_blocks)
-        if reusable_prefix_blocks != 0:
-            raise NativePanic("assertion `left == right` failed", f"left: {reusable_prefix_blocks}, right: 0")
-        if isinstance(sig, G1Deref):
-            m.deref_for_request(owner, sig.blocks)
-        elif isinstance(sig, G1Promote):
-            m.promote_for_request(owner, sig.uuid, sig.seq_hash, sig.parent_hash, sig.local_hash, _toks(sig.token_ids))
-        else:
-            raise InvalidInput(f"not a G1 MoveBlock: {sig!r}")
-        return Ready(1)
+        return self.arm.process_for_request(owner, sig, reusable_prefix_blocks)
 
     def process(self, sig: G1Signal) -> G1Acquire:
-        if self.kvbm is not None:
-            return self.kvbm.process(sig)
-        raise NativePanic("native G1 operations require a request owner")
+        return self.arm.process(sig)
 
     def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
         """Cache and publish the blocks this decision computed, then promote the computed tail
         (R05). With ``promote_tail_before_finalize`` (commit 366ff0ef) the other way round.
         KVBM: a no-op (its lifecycle is eager)."""
-        if self.kvbm is not None:
-            return
-        if "promote_tail_before_finalize" in self.quirks:
-            self._promote_tail(owner, after, sequence)
-            self.native.finalize_computed_prefix(owner, before, after)
-            return
-        self.native.finalize_computed_prefix(owner, before, after)
-        self._promote_tail(owner, after, sequence)
-
-    def _promote_tail(self, owner: int, after: int, sequence: NewActiveSequence) -> None:
-        p = sequence.promote_computed_tail(after)
-        if p is not None and not isinstance(self.process_for_request(owner, p, 0), Ready):
-            raise NativePanic("computed-tail promotion must be infallible")
+        self.arm.finalize_computed_prefix(owner, before, after, sequence)
 
     # -- decode reservations
     def reserve_decode_blocks(self, count: int) -> DecodeReservation | KvbmDecodeReservation | G1Acquire:
-        r: DecodeReservation | KvbmDecodeReservation | None
-        if self.kvbm is not None:
-            r = self.kvbm.reserve_decode_blocks(count)
-        else:
-            r = self.native.reserve_decode_blocks(count)
+        r = self.arm.reserve_decode_blocks(count)
         return CAPACITY_EXHAUSTED if r is None else r
 
     def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
-        if self.kvbm is not None:
-            if not isinstance(res, KvbmDecodeReservation):
-                raise NativePanic("decode reservation belongs to a different G1 backend")
-            if isinstance(sig, G1Use):
-                out = self.kvbm.process_use(sig, res)
-                if not isinstance(out, Ready):
-                    raise NativePanic("reserved decode allocation must be infallible")
-                if self.kvbm.q("use_ready_counts_entries") and out.n != len(sig.blocks):
-                    # kvbm_backend.rs process_decode_signal: assert_eq!(allocated, blocks.len(), ...)
-                    raise NativePanic("reserved decode allocation must commit every block", out)
-                return out
-            out = self.kvbm.process(sig)
-            if not isinstance(out, Ready):
-                raise NativePanic("non-Use decode signal must be infallible")
-            return out
-        if not isinstance(res, DecodeReservation):
-            raise NativePanic("decode reservation belongs to a different G1 backend")
-        if isinstance(sig, G1Use):
-            validate_plh_alignment(sig.blocks, len(sig.plhs))
-            out = self.native.use_decode_reservation(owner, layout_of(sig), res)
-            if not isinstance(out, Ready) or out.n != len(sig.blocks):
-                raise NativePanic("reserved decode allocation must be infallible")
-            return out
-        return self.process_for_request(owner, sig, 0)
+        return self.arm.process_decode_signal_for_request(owner, sig, res)
 
     def release_decode_reservation(self, res: Any) -> None:
-        if self.kvbm is not None:
-            if not isinstance(res, KvbmDecodeReservation):
-                raise NativePanic("decode reservation belongs to a different G1 backend")
-            self.kvbm.release_decode_reservation(res)
-            return
-        if not isinstance(res, DecodeReservation):
-            raise NativePanic("decode reservation belongs to a different G1 backend")
-        self.native.release_decode_reservation(res)
+        self.arm.release_decode_reservation(res)
 
     # -- destination reservations
     def reserve_destination_at(
@@ -234,52 +398,30 @@ class G1Manager:
         """``reserve_destination_at(owner, sequence, eviction_now_ms)``: the prompt's layout,
         reserved (native: the PLH alignment is validated first). ``eviction_now_ms`` reaches the
         backends, which use it only with an offload engine (not modelled)."""
-        sig = sequence.prepare_allocation(sequence.num_input_tokens)
-        if self.kvbm is not None:
-            d = self.kvbm.reserve_destination(sig, eviction_now_ms)
-            return CAPACITY_EXHAUSTED if d is None else d
-        if sig is not None:
-            validate_plh_alignment(sig.blocks, len(sig.plhs))
-        r = self.native.reserve_destination(owner, None if sig is None else layout_of(sig), sequence.num_input_tokens)
+        r = self.arm.reserve_destination_at(owner, sequence, eviction_now_ms)
         return CAPACITY_EXHAUSTED if r is None else r
 
     def activate_destination(self, res: Any) -> None:
-        if self.kvbm is not None:
-            if not isinstance(res, KvbmDestination):
-                raise NativePanic("destination reservation belongs to a different G1 backend")
-            self.kvbm.activate_destination(res)
-            return
-        if not isinstance(res, DestinationReservation):
-            raise NativePanic("destination reservation belongs to a different G1 backend")
-        self.native.activate_destination(res)
+        self.arm.activate_destination(res)
 
     def cancel_destination(self, res: Any) -> None:
-        if self.kvbm is not None:
-            if not isinstance(res, KvbmDestination):
-                raise NativePanic("destination reservation belongs to a different G1 backend")
-            self.kvbm.cancel_destination(res)
-            return
-        if not isinstance(res, DestinationReservation):
-            raise NativePanic("destination reservation belongs to a different G1 backend")
-        self.native.cancel_destination(res)
+        self.arm.cancel_destination(res)
 
     # -- metrics
     def num_active_blocks(self) -> int:
-        return self.kvbm.num_active_blocks() if self.kvbm is not None else self.native.num_active_blocks()
+        return self.arm.num_active_blocks()
 
     def num_active_block_refs(self) -> int:
-        return self.kvbm.num_active_block_refs() if self.kvbm is not None else self.native.num_active_block_refs()
+        return self.arm.num_active_block_refs()
 
     def num_inactive_blocks(self) -> int:
-        return self.kvbm.num_inactive_blocks() if self.kvbm is not None else self.native.num_inactive_blocks()
+        return self.arm.num_inactive_blocks()
 
     def max_capacity(self) -> int:
-        return self.kvbm.max_capacity if self.kvbm is not None else self.native.pool.capacity
+        return self.arm.max_capacity()
 
     def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
-        if self.kvbm is not None:
-            return self.kvbm.get_prefill_cost(sequence.unique, sequence.plhs, len(sequence), sequence.caching)
-        return self.native.get_prefill_cost(sequence.unique, len(sequence), sequence.caching)
+        return self.arm.get_prefill_cost(sequence)
 
 
 def _toks(t: tuple[int, ...] | None) -> list[int] | None:

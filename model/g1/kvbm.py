@@ -872,6 +872,25 @@ class KvbmKvManager:
             self._publish(Stored(parent, (StoredBlock(h, lh or 0),)), None if toks is None else [toks])
         return True
 
+    def process_decode_signal(self, sig: G1Signal, reservation: KvbmDecodeReservation) -> Ready:
+        """``process_decode_signal`` (``kvbm_backend.rs``): a decode step's signal over a decode
+        reservation. A Use must come back ``Ready`` ("reserved decode allocation must be
+        infallible") and, with ``use_ready_counts_entries`` (the count Rust's ``Ready`` carries),
+        name every block (``assert_eq!``: "reserved decode allocation must commit every block");
+        any other signal must be ``Ready`` ("non-Use decode signal must be infallible"). Rust
+        returns nothing; the ``Ready`` is returned for the facade to pass on."""
+        if isinstance(sig, G1Use):
+            out = self.process_use(sig, reservation)
+            if not isinstance(out, Ready):
+                raise KvbmPanic("reserved decode allocation must be infallible")
+            if self.q("use_ready_counts_entries") and out.n != len(sig.blocks):
+                raise KvbmPanic("reserved decode allocation must commit every block", out)
+            return out
+        got = self.process(sig)
+        if not isinstance(got, Ready):
+            raise KvbmPanic("non-Use decode signal must be infallible")
+        return got
+
     def process(self, sig: G1Signal, reservation: KvbmDecodeReservation | None = None) -> G1Acquire:
         if isinstance(sig, G1Use):
             return self.process_use(sig, reservation)

@@ -132,18 +132,7 @@ class KvbmBackendHarness(SequenceHarness):
     op_process_signals = op_process_signal
 
     def op_process_decode_signal(self, a: dict[str, Any]) -> None:
-        from kvmodel.model.g1.kvbm import KvbmPanic
-
-        sig = self._one(a)
-        r = self._res(a["reservation"])
-        if isinstance(sig, G1Use):
-            got = self.m.process_use(sig, r)
-            if not isinstance(got, Ready):
-                raise KvbmPanic("reserved decode allocation must be infallible")
-            if "use_ready_counts_entries" in self.quirks and got.n != len(sig.blocks):
-                raise KvbmPanic("reserved decode allocation must commit every block", got)
-        elif not isinstance(self.m.process(sig), Ready):
-            raise KvbmPanic("non-Use decode signal must be infallible")
+        self.m.process_decode_signal(self._one(a), self._res(a["reservation"]))
 
     def _res(self, name: Any) -> Any:
         if name not in self.res:
