@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from kvmodel import vectors
 from kvmodel.model.errors import ModelError
 from kvmodel.model.g1.acquire import G1Acquire, Ready
-from kvmodel.model.g1.pool import NativePool
 from kvmodel.model.g1.sequence import NewActiveSequence
+from kvmodel.model.g1.vllm_block_pool import NativePool
 from kvmodel.model.hashing import local_block_hashes, sequence_hashes
 
 from .conftest import VECTORS, require

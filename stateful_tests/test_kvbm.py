@@ -14,8 +14,9 @@ from kvmodel import vectors
 from kvmodel.model.blocks import FullBlock, PartialBlock
 from kvmodel.model.errors import ModelError, NativePanic
 from kvmodel.model.g1.acquire import Ready
-from kvmodel.model.g1.facade import G1Manager
-from kvmodel.model.g1.kvbm import KvbmKvManager, LineageIndex, LruIndex, Substrate
+from kvmodel.model.g1.g1_manager import G1Manager
+from kvmodel.model.g1.kvbm_backend import KvbmKvManager
+from kvmodel.model.g1.kvbm_logical import LineageIndex, LruIndex, Substrate
 from kvmodel.model.g1.sequence import G1Deref, G1Use, NewActiveSequence
 from kvmodel.model.quirks import faithful
 

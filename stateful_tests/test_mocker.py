@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kvmodel.conformance import mocker as mk
-from kvmodel.model.g1.pool import NativePool
+from kvmodel.model.g1.vllm_block_pool import NativePool
 
 from .conftest import require
 

@@ -14,8 +14,9 @@ from kvmodel import vectors
 from kvmodel.components.registry.system import RegistrySystem
 from kvmodel.model.blocks import FullBlock
 from kvmodel.model.errors import NativePanic
-from kvmodel.model.g1.facade import G1Manager
-from kvmodel.model.g1.kvbm import KvbmKvManager, KvbmPanic
+from kvmodel.model.g1.g1_manager import G1Manager
+from kvmodel.model.g1.kvbm_backend import KvbmKvManager
+from kvmodel.model.g1.kvbm_logical import KvbmPanic
 from kvmodel.model.g1.sequence import G1Use, NewActiveSequence
 from kvmodel.model.quirks import (
     QUIRKS,
@@ -306,9 +307,9 @@ def test_a_result_value_matches_by_variant() -> None:
 
 
 def _native(cap: int = 4) -> Any:
-    from kvmodel.model.g1.native import NativeKvManager
+    from kvmodel.model.g1.vllm_backend import VllmKvManager
 
-    return NativeKvManager(cap, 4, quirks=faithful("g1_native"))
+    return VllmKvManager(cap, 4, quirks=faithful("g1_native"))
 
 
 def _stored(m: Any) -> list[dict[str, Any]]:
@@ -318,14 +319,14 @@ def _stored(m: Any) -> list[dict[str, Any]]:
 def test_native_fresh_block_takes_its_local_hash_counted_over_the_prefix() -> None:
     """``commit_layout``'s ``full_idx`` counts every full block, the reused prefix's included: the
     fresh block after a reused prefix publishes ``local_hashes[1]``, not ``local_hashes[0]``."""
-    from kvmodel.model.g1.native import Layout
+    from kvmodel.model.g1.vllm_backend import VllmBlockLayout
 
     m = _native()
-    m.use_for_request(1, Layout([FullBlock(7)], [107], None, None))
+    m.use_for_request(1, VllmBlockLayout([FullBlock(7)], [107], None, None))
     m.finalize_computed_prefix(1, 0, 4)
     assert [b["tokens_hash"] for s in _stored(m) for b in s["blocks"]] == [107]
     assert (
-        m.use_for_request(2, Layout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)
+        m.use_for_request(2, VllmBlockLayout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)
         == "Ready(2)"
     )
     m.finalize_computed_prefix(2, 0, 8)
@@ -340,10 +341,10 @@ def test_native_destination_partial_splits_the_published_run() -> None:
     """A destination activation collects one store slot per block: a partial is an empty slot,
     so the full blocks on either side of it are published as two Stored events."""
     from kvmodel.model.blocks import PartialBlock
-    from kvmodel.model.g1.native import Layout
+    from kvmodel.model.g1.vllm_backend import VllmBlockLayout
 
     m = _native()
-    res = m.reserve_destination(1, Layout([FullBlock(7), PartialBlock("p"), FullBlock(8)], [], None, None), 12)
+    res = m.reserve_destination(1, VllmBlockLayout([FullBlock(7), PartialBlock("p"), FullBlock(8)], [], None, None), 12)
     m.activate_destination(res)
     assert [(s["parent_hash"], [b["block_hash"] for b in s["blocks"]]) for s in _stored(m)] == [(None, [7]), (7, [8])]
 
@@ -352,11 +353,11 @@ def test_native_destination_revalidates_partials_at_activation() -> None:
     """``activate_destination`` runs ``validate_fresh_partials`` again: a partial UUID another
     request took since the reservation panics, and nothing is committed."""
     from kvmodel.model.blocks import PartialBlock
-    from kvmodel.model.g1.native import Layout
+    from kvmodel.model.g1.vllm_backend import VllmBlockLayout
 
     m = _native()
-    res = m.reserve_destination(1, Layout([PartialBlock("p")], [], None, None), 2)
-    m.use_for_request(2, Layout([PartialBlock("p")], [], None, None))
+    res = m.reserve_destination(1, VllmBlockLayout([PartialBlock("p")], [], None, None), 2)
+    m.use_for_request(2, VllmBlockLayout([PartialBlock("p")], [], None, None))
     before = m.snapshot()
     with pytest.raises(NativePanic) as e:
         m.activate_destination(res)

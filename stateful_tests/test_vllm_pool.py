@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kvmodel.conformance import vllm_pool as vp
-from kvmodel.model.g1.pool import NativePool
+from kvmodel.model.g1.vllm_block_pool import NativePool
 
 from .conftest import require
 

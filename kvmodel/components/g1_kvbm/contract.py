@@ -29,4 +29,4 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
 EVENTS = "as g1_native; compared exactly"
 
 # the model modules (kvmodel.model.*) whose raises the operations reach
-MODULES = ("g1.facade", "g1.kvbm", "g1.sequence", "blocks")
+MODULES = ("g1.g1_manager", "g1.kvbm_backend", "g1.kvbm_logical", "g1.sequence", "blocks")

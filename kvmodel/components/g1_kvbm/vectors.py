@@ -28,7 +28,7 @@ class KvbmBackendHarness(SequenceHarness):
     model_component = "g1_kvbm"
 
     def __init__(self, vector: dict[str, Any], quirks: frozenset[str]) -> None:
-        from kvmodel.model.g1.kvbm import KvbmKvManager
+        from kvmodel.model.g1.kvbm_backend import KvbmKvManager
 
         super().__init__(vector, quirks)
         c = self.constructor
@@ -54,7 +54,7 @@ class KvbmBackendHarness(SequenceHarness):
         return [event_view(p) for p in self.m.drain_events()]
 
     def named_views(self) -> dict[str, Any]:
-        from kvmodel.model.g1.kvbm import KvbmDecodeReservation, KvbmDestination
+        from kvmodel.model.g1.kvbm_backend import KvbmDecodeReservation, KvbmDestination
 
         out = super().named_views()
         for n, r in self.res.items():
@@ -173,7 +173,7 @@ class KvbmBackendHarness(SequenceHarness):
         self.m.activate_destination(self.res.pop(a["reservation"]))
 
     def op_drop_reservation(self, a: dict[str, Any]) -> None:
-        from kvmodel.model.g1.kvbm import KvbmDecodeReservation
+        from kvmodel.model.g1.kvbm_backend import KvbmDecodeReservation
 
         name = str(a.get("reservation", a.get("value")))
         if name in self.allocations:

@@ -35,4 +35,4 @@ EVENTS = (
 )
 
 # the model modules (kvmodel.model.*) whose raises the operations reach
-MODULES = ("g1.facade", "g1.native", "g1.pool", "g1.sequence", "blocks")
+MODULES = ("g1.g1_manager", "g1.vllm_backend", "g1.vllm_block_pool", "g1.sequence", "blocks")

@@ -12,7 +12,7 @@ from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
-from kvmodel.model.g1.pool import MAX_SLOTS
+from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
 
@@ -55,7 +55,7 @@ class G1System(System):
 
     def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
         from kvmodel.invariants.g1 import G1Monitor
-        from kvmodel.model.g1.facade import G1Manager
+        from kvmodel.model.g1.g1_manager import G1Manager
 
         self.component = "g1_native"
         self.config = check_config(

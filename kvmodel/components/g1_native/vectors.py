@@ -22,10 +22,10 @@ from kvmodel.model.blocks import PartialBlock, UniqueBlock, block_from_json
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, Ready
-from kvmodel.model.g1.facade import G1Manager
-from kvmodel.model.g1.native import Layout, NativeKvManager, Published
-from kvmodel.model.g1.pool import NativePool, Reservation
+from kvmodel.model.g1.g1_manager import G1Manager
 from kvmodel.model.g1.sequence import PLH, G1Signal, NewActiveSequence, signal_from_json
+from kvmodel.model.g1.vllm_backend import Published, VllmBlockLayout, VllmKvManager
+from kvmodel.model.g1.vllm_block_pool import NativePool, Reservation
 from kvmodel.vectors.harness import Harness
 from kvmodel.vectors.notation import Uninterpretable, int_of, tokens
 from kvmodel.vectors.script import SEQUENCE_METHODS, Script
@@ -329,10 +329,10 @@ class NativePoolHarness(Harness):
 # --------------------------------------------------------------------------- native backend
 
 
-def layout(a: dict[str, Any]) -> Layout:
+def layout(a: dict[str, Any]) -> VllmBlockLayout:
     if not isinstance(a.get("blocks"), list):
         raise Uninterpretable("a Use layout needs 'blocks', a list")
-    return Layout(
+    return VllmBlockLayout(
         [block_from_json(b) for b in a["blocks"]],
         list(a.get("local_hashes") or []),
         a.get("token_ids"),
@@ -344,7 +344,7 @@ class NativeViews:
     """Observations of ``VllmKvManager``: counts, the pool's LRU, the request tables, what the
     step evicted or made visible, prefix hits by hash."""
 
-    def native_views(self, m: NativeKvManager, owners: set[Any], before_visible: set[int]) -> dict[str, Any]:
+    def native_views(self, m: VllmKvManager, owners: set[Any], before_visible: set[int]) -> dict[str, Any]:
         visible = m.pool.visible()
         out: dict[str, Any] = {
             "num_active_blocks": m.num_active_blocks(),
@@ -375,7 +375,7 @@ class NativeBackendHarness(SequenceHarness, NativeViews):
     def __init__(self, vector: dict[str, Any], quirks: frozenset[str]) -> None:
         super().__init__(vector, quirks)
         c = self.constructor
-        self.m = NativeKvManager(
+        self.m = VllmKvManager(
             c["max_capacity"],
             c["block_size"],
             enable_prefix_caching=c.get("enable_prefix_caching", True),

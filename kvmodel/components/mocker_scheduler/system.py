@@ -46,7 +46,7 @@ from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import Violation
 from kvmodel.model.errors import InvalidInput, ModelError
-from kvmodel.model.g1.pool import MAX_SLOTS
+from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
 
@@ -169,7 +169,7 @@ class SchedulerSystem(System):
             out += self._transitions(m.events[mark:])
             return True
         if op == "reset_prefix_cache":
-            from kvmodel.model.g1.pool import NativePool
+            from kvmodel.model.g1.vllm_block_pool import NativePool
 
             p = m.pool
             if len(p.copies) != len(p.inactive) or p.reserved != 0:

@@ -4,7 +4,7 @@ Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` revision R05 (finalize, t
 the computed tail); commit 366ff0ef promoted the tail first (quirk
 ``promote_tail_before_finalize``, §6 #18: the tail's Stored names a parent that has not
 been published yet). The default backend is KVBM (``new_with_event_sink`` →
-:class:`~kvmodel.model.g1.kvbm.KvbmKvManager` with the Lineage eviction backend); the native one
+:class:`~kvmodel.model.g1.kvbm_backend.KvbmKvManager` with the Lineage eviction backend); the native one
 is chosen with ``backend="native"``. Quirks are the union of both components' names; each
 backend reads its own.
 
@@ -25,15 +25,15 @@ from typing import Any, Protocol
 from kvmodel.model.blocks import FullBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
 from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
-from kvmodel.model.g1.kvbm import KvbmDecodeReservation, KvbmDestination, KvbmKvManager
-from kvmodel.model.g1.native import (
+from kvmodel.model.g1.kvbm_backend import KvbmDecodeReservation, KvbmDestination, KvbmKvManager
+from kvmodel.model.g1.sequence import G1Deref, G1Promote, G1Signal, G1Use, NewActiveSequence
+from kvmodel.model.g1.vllm_backend import (
     DecodeReservation,
     DestinationReservation,
-    Layout,
-    NativeKvManager,
     Published,
+    VllmBlockLayout,
+    VllmKvManager,
 )
-from kvmodel.model.g1.sequence import G1Deref, G1Promote, G1Signal, G1Use, NewActiveSequence
 
 
 def validate_plh_alignment(blocks: Sequence[UniqueBlock], plh_count: int) -> None:
@@ -46,8 +46,8 @@ def validate_plh_alignment(blocks: Sequence[UniqueBlock], plh_count: int) -> Non
         raise NativePanic("PLHs must align with full blocks", f"left: {plh_count}, right: {full_blocks}")
 
 
-def layout_of(sig: G1Use) -> Layout:
-    return Layout(
+def layout_of(sig: G1Use) -> VllmBlockLayout:
+    return VllmBlockLayout(
         list(sig.blocks),
         list(sig.local_hashes),
         None if sig.token_ids is None else [list(t) for t in sig.token_ids],
@@ -94,7 +94,7 @@ def _own(res: Any, cls: type) -> None:
 
 class KvbmArm:
     """``G1Backend::Kvbm``: every call goes to ``kvbm_backend::KvManager``
-    (:class:`~kvmodel.model.g1.kvbm.KvbmKvManager`); owners and reusable prefixes are ignored and
+    (:class:`~kvmodel.model.g1.kvbm_backend.KvbmKvManager`); owners and reusable prefixes are ignored and
     the lifecycle is eager (finalizing is a no-op)."""
 
     name = "kvbm"
@@ -167,7 +167,7 @@ class KvbmArm:
 
 
 class NativeArm:
-    """``G1Backend::Native``: ``vllm_backend::VllmKvManager`` (:class:`~kvmodel.model.g1.native.NativeKvManager`)
+    """``G1Backend::Native``: ``vllm_backend::VllmKvManager`` (:class:`~kvmodel.model.g1.vllm_backend.VllmKvManager`)
     with the facade's part of that arm — PLH alignment checked before a Use, a decode Use and a
     destination reservation; Deref and Promote take no reusable prefix; finalizing a decision
     promotes the computed tail (R05: after caching; ``promote_tail_before_finalize``, commit
@@ -175,7 +175,7 @@ class NativeArm:
 
     name = "native"
 
-    def __init__(self, m: NativeKvManager, quirks: frozenset[str]) -> None:
+    def __init__(self, m: VllmKvManager, quirks: frozenset[str]) -> None:
         self.m, self.quirks = m, quirks
 
     def clone(self) -> NativeArm:
@@ -323,7 +323,7 @@ class G1Manager:
                 )
             )
         else:
-            native = NativeKvManager(
+            native = VllmKvManager(
                 max_capacity,
                 block_size,
                 enable_prefix_caching=enable_prefix_caching,
@@ -339,7 +339,7 @@ class G1Manager:
         return self.arm.m if isinstance(self.arm, KvbmArm) else None
 
     @property
-    def native(self) -> NativeKvManager:
+    def native(self) -> VllmKvManager:
         if not isinstance(self.arm, NativeArm):
             raise NativePanic("not the native G1 backend")
         return self.arm.m

@@ -26,7 +26,7 @@ from kvmodel.model.blocks import FullBlock, PartialBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
 from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
-from kvmodel.model.g1.pool import NativePool, Reservation
+from kvmodel.model.g1.vllm_block_pool import NativePool, Reservation
 
 # panic messages raised through a variable (kvmodel.contracts reads them from here)
 PANIC_MESSAGES = ("full-block Deref mismatch", "partial Deref mismatch")
@@ -96,7 +96,7 @@ class DestinationReservation:
 
 
 @attrs.define
-class Layout:
+class VllmBlockLayout:
     """A ``MoveBlock::Use`` payload (what the native manager reads of it)."""
 
     blocks: list[UniqueBlock]
@@ -108,7 +108,7 @@ class Layout:
         return sum(1 for b in self.blocks if isinstance(b, FullBlock))
 
 
-class NativeKvManager:
+class VllmKvManager:
     """``VllmKvManager`` (request-table revision)."""
 
     def __init__(
@@ -138,8 +138,8 @@ class NativeKvManager:
         self.next_event_id = 0
         self.outbox: list[Published] = []
 
-    def clone(self) -> NativeKvManager:
-        c = NativeKvManager.__new__(NativeKvManager)
+    def clone(self) -> VllmKvManager:
+        c = VllmKvManager.__new__(VllmKvManager)
         c.quirks, c.block_size, c.caching, c.publishers, c.dp_rank = (
             self.quirks,
             self.block_size,
@@ -197,7 +197,7 @@ class NativeKvManager:
         flush()
 
     # -- validation of a Use layout (use_for_request and destination reservations)
-    def _validate(self, owner: int, lay: Layout, reusable: int) -> None:
+    def _validate(self, owner: int, lay: VllmBlockLayout, reusable: int) -> None:
         n_full = lay.fulls()
         if lay.local_hashes and len(lay.local_hashes) != n_full:
             raise NativePanic(
@@ -226,7 +226,7 @@ class NativeKvManager:
         if any(not isinstance(b, FullBlock) for b in lay.blocks[:reusable]):
             raise NativePanic("a reusable prefix can contain only full blocks")
 
-    def _commit(self, owner: int, lay: Layout, r: Reservation, cache_fresh: bool) -> None:
+    def _commit(self, owner: int, lay: VllmBlockLayout, r: Reservation, cache_fresh: bool) -> None:
         """``commit_layout``: prefix pins become references; fresh blocks get private copies
         (full ones remember the Stored they will publish), or with ``cache_fresh`` (destination
         activation) enter the cache at once and are published."""
@@ -265,7 +265,7 @@ class NativeKvManager:
             self._publish_groups(stores)
 
     # -- operations
-    def use_for_request(self, owner: int, lay: Layout, reusable: int = 0) -> G1Acquire:
+    def use_for_request(self, owner: int, lay: VllmBlockLayout, reusable: int = 0) -> G1Acquire:
         """Reserve (prefix pins + fresh slots; Removed published first), then commit.
         ``Ready(len(blocks))``, or ``CapacityExhausted`` with nothing changed."""
         self._validate(owner, lay, reusable)
@@ -379,7 +379,7 @@ class NativeKvManager:
         self._publish_removed(out.removed)
         return DecodeReservation(out.reservation)
 
-    def use_decode_reservation(self, owner: int, lay: Layout, res: DecodeReservation) -> G1Acquire:
+    def use_decode_reservation(self, owner: int, lay: VllmBlockLayout, res: DecodeReservation) -> G1Acquire:
         self._validate(owner, lay, 0)
         if res.pool.fresh < len(lay.blocks):
             return CAPACITY_EXHAUSTED
@@ -391,7 +391,7 @@ class NativeKvManager:
 
     # -- destination reservations (disaggregated transfer)
     def reserve_destination(
-        self, owner: int, lay: Layout | None, prompt_tokens: int = 0
+        self, owner: int, lay: VllmBlockLayout | None, prompt_tokens: int = 0
     ) -> DestinationReservation | None:
         if owner in self.tables:
             raise NativePanic("destination request already owns a block table", f"request {owner}")
