@@ -180,3 +180,13 @@ def test_hypothesis_lengths_against_the_bfs_minimum() -> None:
         assert res.trace is not None and res.violation is not None
         inv = res.violation["invariant"]
         assert len(res.trace["steps"]) <= 2 * bfs.violations[inv]["depth"], q.name
+
+
+def test_every_operation_has_its_model_call_and_nothing_else_does() -> None:
+    """The system dispatches through one table (no chain of name tests): the table and the
+    operations are the same set, and a name outside it is rejected before any call."""
+    from kvmodel.components.registry.system import CALLS
+
+    assert set(CALLS) == set(RegistrySystem.OPS)
+    out = RegistrySystem().step("no_such_op", {})
+    assert out.error is not None and "no_such_op" in str(out.error)

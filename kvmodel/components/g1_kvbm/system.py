@@ -9,15 +9,12 @@ from typing import Any, ClassVar
 from kvmodel import argspec as A
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.invariants import StepContext
-from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.components.g1_requests import G1RequestSystem
+from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
-from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
-from kvmodel.model.quirks import resolve
-from kvmodel.systems import Outcome, System, check_config
 
 
-class G1KvbmSystem(System):
+class G1KvbmSystem(G1RequestSystem):
     """The G1 facade with the KVBM backend (its default), driven request by request.
 
     Operations (trace format): ``new_request {owner, tokens, caching}`` (a sequence; ``caching``
@@ -62,47 +59,31 @@ class G1KvbmSystem(System):
     }
     BAD_HASH = 999_999
 
-    def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
-        from kvmodel.invariants.kvbm import KvbmMonitor
-        from kvmodel.model.g1.g1_manager import G1Manager
+    COMPONENT = "g1_kvbm"
+    BACKEND = "kvbm"
+    MANAGER_OPTIONS = ("eviction_backend", "publishers", "dp_rank")
 
-        self.component = "g1_kvbm"
-        self.config = check_config(
-            self.component, config or {}, self.DEFAULTS, bounds={"max_capacity": (0, MAX_SLOTS + 1)}
-        )
-        self.quirks = resolve(self.component, quirks)
-        c = self.config
-        self.model = G1Manager(
-            c["max_capacity"],
-            c["block_size"],
-            backend="kvbm",
-            eviction_backend=c["eviction_backend"],
-            publishers=c["publishers"],
-            dp_rank=c["dp_rank"],
-            quirks=self.quirks,
-        )
-        self.monitor = KvbmMonitor()
-        self.seqs: dict[int, Any] = {}
+    def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
+        super().__init__(config, quirks)
         self.holdings: dict[int, list[Any]] = {}
         self.stalled: set[int] = set()
-        self.decodes: list[Any] = []
-        self.dest: dict[int, Any] = {}
         self.uncached: set[int] = set()
 
-    def clone(self) -> G1KvbmSystem:
-        import copy
+    def _monitor(self) -> Any:
+        from kvmodel.invariants.kvbm import KvbmMonitor
 
-        c = G1KvbmSystem.__new__(G1KvbmSystem)
-        c.component, c.config, c.quirks = self.component, self.config, self.quirks
-        c.model = self.model.clone()
-        c.monitor = self.monitor.copy()
-        c.seqs = {k: v.copy() for k, v in self.seqs.items()}
+        return KvbmMonitor()
+
+    def _copy_own(self, c: Any) -> None:
         c.holdings = {k: list(v) for k, v in self.holdings.items()}
         c.stalled = set(self.stalled)
-        c.decodes = [copy.deepcopy(r) for r in self.decodes]
-        c.dest = {k: copy.deepcopy(v) for k, v in self.dest.items()}
         c.uncached = set(self.uncached)
-        return c
+
+    def _bookkeeping(self) -> tuple[Any, ...]:
+        return ({k: list(v) for k, v in self.holdings.items()}, set(self.stalled))
+
+    def _restore(self, saved: tuple[Any, ...]) -> None:
+        self.holdings, self.stalled = saved
 
     ARGS: ClassVar[dict[str, A.Spec]] = {
         "new_request": {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)},
@@ -120,17 +101,6 @@ class G1KvbmSystem(System):
         "bad_deref": {"owner": (R, A.owner)},
         "counts": {},
     }
-
-    def decode(self, op: str, args: Any) -> Any:
-        if op not in self.OPS:
-            raise InvalidInput(f"unknown g1_kvbm operation {op!r} (known: {list(self.OPS)})")
-        return A.check(self.component, op, args, self.ARGS[op])
-
-    def _seq(self, owner: Any) -> Any:
-        s = self.seqs.get(owner)
-        if s is None:
-            raise InvalidInput(f"no request {owner!r}")
-        return s
 
     def _new_seq(self, o: int, a: dict[str, Any]) -> Any:
         from kvmodel.model.g1.sequence import NewActiveSequence
@@ -192,153 +162,131 @@ class G1KvbmSystem(System):
         s.commit_allocation(len(s))
         return out
 
-    def _call(self, op: str, a: dict[str, Any]) -> Any:
-        from kvmodel.model.blocks import FullBlock, PartialBlock
-        from kvmodel.model.g1.sequence import G1Deref, G1Use
+    def op_new_request(self, a: dict[str, Any]) -> None:
+        o = a["owner"]
+        self.seqs[o] = self._new_seq(o, a)
+        self.holdings[o] = []
 
+    def op_allocate(self, a: dict[str, Any]) -> Any:
+        o = a["owner"]
+        s = self._seq(o)
+        if self.holdings.get(o) or o in self.dest:
+            raise InvalidInput(f"request {o} is already allocated")
+        sig = s.prepare_allocation(len(s))
+        if sig is None:
+            return Ready(0)
+        out = self.model.process_for_request(o, sig, 0)
+        if isinstance(out, Ready):
+            s.commit_allocation(len(s))
+            self.holdings[o] = list(sig.blocks)
+        return out
+
+    def op_push(self, a: dict[str, Any]) -> Any:
+        return self._push(a["owner"], a["token"], False)
+
+    def op_decode_push(self, a: dict[str, Any]) -> Any:
+        return self._push(a["owner"], a["token"], True)
+
+    def op_resend(self, a: dict[str, Any]) -> Any:
+        o = a["owner"]
+        s = self._seq(o)
+        held = self.holdings.get(o) or []
+        if not held or o in self.dest:
+            raise InvalidInput(f"request {o} holds nothing")
+        sig = self._use_of(s, held)
+        out = self.model.process_for_request(o, sig, 0)
+        if isinstance(out, Ready):
+            self.holdings[o] = held + list(sig.blocks)
+        return out
+
+    def _deref(self, o: int, bad: bool) -> Any:
+        from kvmodel.model.blocks import FullBlock
+        from kvmodel.model.g1.sequence import G1Deref
+
+        self._seq(o)
+        if o in self.dest:
+            raise InvalidInput(f"request {o} is a destination reservation")
+        blocks = tuple(reversed(self.holdings.get(o, [])))
+        if bad:
+            blocks += (FullBlock(self.BAD_HASH),)
+        out = self.model.process_for_request(o, G1Deref(blocks), 0)
+        del self.seqs[o]
+        self.holdings.pop(o, None)
+        self.stalled.discard(o)
+        return out
+
+    def op_free(self, a: dict[str, Any]) -> Any:
+        return self._deref(a["owner"], False)
+
+    def op_bad_deref(self, a: dict[str, Any]) -> Any:
+        return self._deref(a["owner"], True)
+
+    def op_reserve_decode(self, a: dict[str, Any]) -> Any:
+        if self.decodes:
+            raise InvalidInput("a decode reservation is outstanding")
+        return self._reserve_decode(a["count"])
+
+    def op_reserve_destination(self, a: dict[str, Any]) -> Any:
         g = self.model
-        bs = g.block_size
-        if op == "new_request":
-            o = a["owner"]
-            self.seqs[o] = self._new_seq(o, a)
-            self.holdings[o] = []
-            return None
-        if op == "allocate":
-            o = a["owner"]
-            s = self._seq(o)
-            if self.holdings.get(o) or o in self.dest:
-                raise InvalidInput(f"request {o} is already allocated")
-            sig = s.prepare_allocation(len(s))
-            if sig is None:
-                return Ready(0)
-            out = g.process_for_request(o, sig, 0)
-            if isinstance(out, Ready):
-                s.commit_allocation(len(s))
-                self.holdings[o] = list(sig.blocks)
-            return out
-        if op in ("push", "decode_push"):
-            return self._push(a["owner"], a["token"], op == "decode_push")
-        if op == "resend":
-            o = a["owner"]
-            s = self._seq(o)
-            held = self.holdings.get(o) or []
-            if not held or o in self.dest:
-                raise InvalidInput(f"request {o} holds nothing")
-            sig = self._use_of(s, held)
-            out = g.process_for_request(o, sig, 0)
-            if isinstance(out, Ready):
-                self.holdings[o] = held + list(sig.blocks)
-            return out
-        if op in ("free", "bad_deref"):
-            o = a["owner"]
-            self._seq(o)
-            if o in self.dest:
-                raise InvalidInput(f"request {o} is a destination reservation")
-            blocks = tuple(reversed(self.holdings.get(o, [])))
-            if op == "bad_deref":
-                blocks += (FullBlock(self.BAD_HASH),)
-            out = g.process_for_request(o, G1Deref(blocks), 0)
-            del self.seqs[o]
-            self.holdings.pop(o, None)
-            self.stalled.discard(o)
-            return out
-        if op == "reserve_decode":
-            if self.decodes:
-                raise InvalidInput("a decode reservation is outstanding")
-            r = g.reserve_decode_blocks(a["count"])
-            if isinstance(r, CapacityExhausted):
-                return r
-            self.decodes.append(r)
-            return Ready()
-        if op == "release_decode":
-            if not self.decodes:
-                raise InvalidInput("no decode reservation outstanding")
-            g.release_decode_reservation(self.decodes.pop(0))
-            return None
-        if op == "reserve_destination":
-            o = a["owner"]
-            s = self._new_seq(o, a)
-            r = g.reserve_destination_at(o, s)
-            if isinstance(r, CapacityExhausted):
-                return r
-            self.seqs[o], self.dest[o], self.holdings[o] = s, r, []
-            return {"transferable_prompt_tokens": r.transferable_prompt_tokens(bs), "pinned": len(r.pinned)}
-        if op in ("activate_destination", "cancel_destination"):
-            o = a["owner"]
-            r = self.dest.get(o)
-            if r is None:
-                raise InvalidInput(f"no destination reservation for request {o}")
-            if op == "activate_destination":
-                lay = r.layout
-                g.activate_destination(r)
-                s = self.seqs[o]
-                s.commit_allocation(s.num_input_tokens)
-                self.holdings[o] = [] if lay is None else list(lay.blocks)
-            else:
-                g.cancel_destination(r)
-                del self.seqs[o]
-                self.holdings.pop(o, None)
-            del self.dest[o]
-            return None
-        if op == "bad_use":
-            kind = a.get("kind")
-            if kind == "dup_partial":
-                sig = G1Use((PartialBlock("bad"), PartialBlock("bad")))
-            elif kind == "hash_two_plhs":
-                h = self.BAD_HASH
-                sig = G1Use((FullBlock(h), FullBlock(h)), (), ((h, None, 0), (h, None, 1)))
-            else:
-                raise InvalidInput(f"bad_use kind must be dup_partial or hash_two_plhs, got {kind!r}")
-            return g.process_for_request(-1, sig, 0)
-        if op == "counts":
-            return {
-                "num_active_blocks": g.num_active_blocks(),
-                "num_inactive_blocks": g.num_inactive_blocks(),
-                "num_active_block_refs": g.num_active_block_refs(),
-            }
-        raise InvalidInput(f"unknown g1_kvbm operation {op!r}")
+        o = a["owner"]
+        s = self._new_seq(o, a)
+        r = g.reserve_destination_at(o, s)
+        if isinstance(r, CapacityExhausted):
+            return r
+        self.seqs[o], self.dest[o], self.holdings[o] = s, r, []
+        return {"transferable_prompt_tokens": r.transferable_prompt_tokens(g.block_size), "pinned": len(r.pinned)}
 
-    def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
-        from kvmodel.invariants import check_all
+    def op_activate_destination(self, a: dict[str, Any]) -> None:
+        o = a["owner"]
+        r = self._destination(o)
+        lay = r.layout
+        self.model.activate_destination(r)
+        s = self.seqs[o]
+        s.commit_allocation(s.num_input_tokens)
+        self.holdings[o] = [] if lay is None else list(lay.blocks)
+        del self.dest[o]
+
+    def op_cancel_destination(self, a: dict[str, Any]) -> None:
+        o = a["owner"]
+        r = self._destination(o)
+        self.model.cancel_destination(r)
+        del self.seqs[o]
+        self.holdings.pop(o, None)
+        del self.dest[o]
+
+    def op_bad_use(self, a: dict[str, Any]) -> Any:
+        from kvmodel.model.blocks import FullBlock, PartialBlock
+        from kvmodel.model.g1.sequence import G1Use
+
+        kind = a.get("kind")
+        if kind == "dup_partial":
+            sig = G1Use((PartialBlock("bad"), PartialBlock("bad")))
+        elif kind == "hash_two_plhs":
+            h = self.BAD_HASH
+            sig = G1Use((FullBlock(h), FullBlock(h)), (), ((h, None, 0), (h, None, 1)))
+        else:
+            raise InvalidInput(f"bad_use kind must be dup_partial or hash_two_plhs, got {kind!r}")
+        return self.model.process_for_request(-1, sig, 0)
+
+    def _before(self) -> dict[str, Any]:
         from kvmodel.invariants.kvbm import _parts
 
         m = self.model.kvbm
-        pre_key = self.model.key()
-        pre: dict[str, Any] = {
-            "parts": _parts(m),
-            "index_key": m.sub.inactive.key(),
-            "inactive_before": len(m.sub.inactive),
-        }
-        out = Outcome(op, args_json if args_json is not None else decoded)
-        seqs = dict(self.seqs)
-        owner = decoded.get("owner") if isinstance(decoded, dict) else None
-        if isinstance(owner, (int, str)) and owner in seqs:
-            seqs[owner] = seqs[owner].copy()
-        saved = (
-            seqs,
-            {k: list(v) for k, v in self.holdings.items()},
-            set(self.stalled),
-            list(self.decodes),
-            dict(self.dest),
-        )
-        try:
-            out.result = self._call(op, decoded)
-        except ModelError as e:
-            out.error = e
-            self.seqs, self.holdings, self.stalled, self.decodes, self.dest = saved
+        return {"parts": _parts(m), "index_key": m.sub.inactive.key(), "inactive_before": len(m.sub.inactive)}
+
+    def _observe(self) -> list[Any]:
         for s in self.seqs.values():
             if not s.caching:
                 self.uncached.update(s.seq_hashes)
         marks = self.model.kvbm.drain_use_marks()
-        out.events = self.model.drain_events()
-        self.monitor.observe(out.events, self.uncached, marks)
+        events: list[Any] = self.model.drain_events()
+        self.monitor.observe(events, self.uncached, marks)
+        return events
+
+    def _after(self, pre: dict[str, Any]) -> None:
         pre["holdings"] = self.holdings
         pre["uncached"] = self.uncached
         pre["dest_pins"] = Counter(plh for r in self.dest.values() if r.live for _, plh in r.pinned)
-        ctx = StepContext(self.model, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, pre)
-        out.violations = check_all(self.component, ctx)
-        out.ctx = ctx
-        return out
 
     def snapshot(self) -> dict[str, Any]:
         snap: dict[str, Any] = self.model.snapshot()

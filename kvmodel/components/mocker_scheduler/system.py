@@ -146,38 +146,42 @@ class SchedulerSystem(System):
     def _live(self, r: Any) -> bool:
         return r is not None and r.index not in self.model.finished
 
-    def _call(self, op: str, a: dict[str, Any], out: list[Transition]) -> Any:
+    def op_add_request(self, a: dict[str, Any], out: list[Transition]) -> None:
         m = self.model
-        if op == "add_request":
-            rid = a["request"]
-            if rid in self.ids:
-                raise InvalidInput(f"request {rid} exists")
-            m.submit(a["prompt"], a.get("output", []), a["max_tokens"])
-            self.ids[rid] = m.requests[-1]
-            return None
-        if op == "abort":
-            r = self.ids.get(a["request"])
-            if r is None or not self._live(r):
-                return False
-            mark = len(m.events)
-            if r in m.running:
-                m.running.remove(r)
-                m._release(r)
-            elif r in m.waiting:
-                m.waiting.remove(r)
-            m.finished.add(r.index)
-            out += self._transitions(m.events[mark:])
-            return True
-        if op == "reset_prefix_cache":
-            from kvmodel.model.g1.vllm_block_pool import NativePool
+        rid = a["request"]
+        if rid in self.ids:
+            raise InvalidInput(f"request {rid} exists")
+        m.submit(a["prompt"], a.get("output", []), a["max_tokens"])
+        self.ids[rid] = m.requests[-1]
 
-            p = m.pool
-            if len(p.copies) != len(p.inactive) or p.reserved != 0:
-                return False
-            m.pool = NativePool(p.capacity, quirks=p.quirks)
-            self.cleared += 1
-            return True
-        # step
+    def op_abort(self, a: dict[str, Any], out: list[Transition]) -> bool:
+        m = self.model
+        r = self.ids.get(a["request"])
+        if r is None or not self._live(r):
+            return False
+        mark = len(m.events)
+        if r in m.running:
+            m.running.remove(r)
+            m._release(r)
+        elif r in m.waiting:
+            m.waiting.remove(r)
+        m.finished.add(r.index)
+        out += self._transitions(m.events[mark:])
+        return True
+
+    def op_reset_prefix_cache(self, a: dict[str, Any], out: list[Transition]) -> bool:
+        from kvmodel.model.g1.vllm_block_pool import NativePool
+
+        m = self.model
+        p = m.pool
+        if len(p.copies) != len(p.inactive) or p.reserved != 0:
+            return False
+        m.pool = NativePool(p.capacity, quirks=p.quirks)
+        self.cleared += 1
+        return True
+
+    def op_step(self, a: dict[str, Any], out: list[Transition]) -> list[Any]:
+        m = self.model
         out += [Transition("Cleared")] * self.cleared
         self.cleared = 0
         mark, before = len(m.events), set(m.finished)
@@ -207,7 +211,7 @@ class SchedulerSystem(System):
         out = Outcome(op, args_json if args_json is not None else decoded)
         evs: list[Transition] = []
         try:
-            out.result = self._call(op, decoded, evs)
+            out.result = getattr(self, f"op_{op}")(decoded, evs)
         except ModelError as e:
             out.error = e
         out.events = list(evs)

@@ -3,7 +3,7 @@ and the caller's values behind the step interface."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from kvmodel import argspec as A
@@ -129,49 +129,8 @@ class RegistrySystem(System):
         return out
 
     def _call(self, op: str, a: dict[str, Any]) -> Any:
-        m = self.model
-        if op == "new_registry":
-            return m.new_registry(a["as"], a.get("tier", "Device"), a.get("global_registry", "G"))
-        if op == "new_state":
-            return m.new_state(a.get("as"))
-        if op == "state_from_reset_apply_token_block":
-            return m.state_from_block(a.get("as"), a["block"])
-        if op == "apply_token_block":
-            return m.apply_token_block(a["state"], a["block"])
-        if op == "initialize_sequence":
-            return m.initialize_sequence(a["state"], a["page_size"], a.get("salt", 0))
-        if op == "add_token":
-            return m.add_token(a["state"], a["token"])
-        if op == "add_tokens":
-            return m.add_tokens(a["state"], a["tokens"])
-        if op == "pop_token":
-            return m.pop_token(a["state"])
-        if op == "pop_tokens":
-            return m.pop_tokens(a["state"], a["count"])
-        if op == "state_query":
-            return m.state_query(a["state"], a["query"])
-        if op == "commit":
-            return m.commit(a["state"])
-        if op == "register_block":
-            eh = a.get("event_hashes")
-            return m.register_block(a["registry"], a["state"], a.get("as"), None if eh is None else (eh[0], eh[1]))
-        if op == "create_publish_handle":
-            return m.create_publish_handle(a.get("as"), a["block"], a.get("tier", "Device"))
-        if op == "remove_handle":
-            return m.remove_handle(a["publish_handle"], a.get("as"))
-        if op == "new_publisher":
-            return m.new_publisher(a.get("as"))
-        if op == "take_handle":
-            return m.take_handle(a["publisher"], a["publish_handle"], a.get("as"))
-        if op == "publish":
-            return m.publish(a["publisher"])
-        if op == "clone_publisher":
-            return m.clone_publisher(a["publisher"], a.get("as"))
-        if op == "drop":
-            return m.drop(a["value"])
-        if op == "drain":
-            return m.drain(a["registry"])
-        return m.is_registered(a["registry"], a["hash"])
+        """The model's method for ``op`` (:data:`CALLS`), with the decoded arguments."""
+        return CALLS[op](self.model, a)
 
     def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
         m = self.model
@@ -225,3 +184,34 @@ def _reg_args_json(decoded: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("block"), Block):
         out["block"] = out["block"].to_json()
     return out
+
+
+def _register(m: Any, a: dict[str, Any]) -> Any:
+    eh = a.get("event_hashes")
+    return m.register_block(a["registry"], a["state"], a.get("as"), None if eh is None else (eh[0], eh[1]))
+
+
+# each operation of the trace format: the model's method it calls and how the arguments map
+CALLS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "new_registry": lambda m, a: m.new_registry(a["as"], a.get("tier", "Device"), a.get("global_registry", "G")),
+    "new_state": lambda m, a: m.new_state(a.get("as")),
+    "state_from_reset_apply_token_block": lambda m, a: m.state_from_block(a.get("as"), a["block"]),
+    "apply_token_block": lambda m, a: m.apply_token_block(a["state"], a["block"]),
+    "initialize_sequence": lambda m, a: m.initialize_sequence(a["state"], a["page_size"], a.get("salt", 0)),
+    "add_token": lambda m, a: m.add_token(a["state"], a["token"]),
+    "add_tokens": lambda m, a: m.add_tokens(a["state"], a["tokens"]),
+    "pop_token": lambda m, a: m.pop_token(a["state"]),
+    "pop_tokens": lambda m, a: m.pop_tokens(a["state"], a["count"]),
+    "state_query": lambda m, a: m.state_query(a["state"], a["query"]),
+    "commit": lambda m, a: m.commit(a["state"]),
+    "register_block": _register,
+    "create_publish_handle": lambda m, a: m.create_publish_handle(a.get("as"), a["block"], a.get("tier", "Device")),
+    "remove_handle": lambda m, a: m.remove_handle(a["publish_handle"], a.get("as")),
+    "new_publisher": lambda m, a: m.new_publisher(a.get("as")),
+    "take_handle": lambda m, a: m.take_handle(a["publisher"], a["publish_handle"], a.get("as")),
+    "publish": lambda m, a: m.publish(a["publisher"]),
+    "clone_publisher": lambda m, a: m.clone_publisher(a["publisher"], a.get("as")),
+    "drop": lambda m, a: m.drop(a["value"]),
+    "drain": lambda m, a: m.drain(a["registry"]),
+    "is_registered": lambda m, a: m.is_registered(a["registry"], a["hash"]),
+}

@@ -1,0 +1,162 @@
+"""The request harness both G1 systems share: the G1 manager (``model/g1/g1_manager.py``) driven
+request by request, as the mocker's scheduler drives it.
+
+A subclass names its component and backend, its operations (``OPS``, ``ARGS``) and implements
+each as ``op_<name>(args)``; :meth:`G1RequestSystem.apply` dispatches on the name (no chain of
+name tests), and around every step does what both need: the request bookkeeping (sequences,
+decode and destination reservations, plus the subclass's own, :meth:`_bookkeeping`) is restored
+when the manager rejects the step — the operated request's sequence is copied first, since a
+signal's sequence-side change (a promoted tail, a pushed token) precedes the rejection — then the
+events are drained into the monitor and the component's invariants are checked on the step.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from typing import Any, ClassVar, Self
+
+from kvmodel import argspec as A
+from kvmodel.invariants import StepContext
+from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.model.g1.acquire import CapacityExhausted, Ready
+from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
+from kvmodel.model.quirks import resolve
+from kvmodel.systems import Outcome, System, check_config
+
+
+class G1RequestSystem(System):
+    """The G1 manager of one backend, with the requests, decode reservations and destination
+    reservations a scheduler keeps beside it."""
+
+    COMPONENT: ClassVar[str]
+    BACKEND: ClassVar[str]
+    OPS: ClassVar[tuple[str, ...]]
+    ARGS: ClassVar[dict[str, A.Spec]]
+    DEFAULTS: ClassVar[dict[str, Any]]
+    MANAGER_OPTIONS: ClassVar[tuple[str, ...]]  # the configuration keys G1Manager takes
+
+    def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
+        from kvmodel.model.g1.g1_manager import G1Manager
+
+        self.component = self.COMPONENT
+        self.config = check_config(
+            self.component, config or {}, self.DEFAULTS, bounds={"max_capacity": (0, MAX_SLOTS + 1)}
+        )
+        self.quirks = resolve(self.component, quirks)
+        c = self.config
+        self.model = G1Manager(
+            c["max_capacity"],
+            c["block_size"],
+            backend=self.BACKEND,
+            quirks=self.quirks,
+            **{k: c[k] for k in self.MANAGER_OPTIONS},
+        )
+        self.monitor = self._monitor()
+        self.seqs: dict[int, Any] = {}
+        self.decodes: list[Any] = []
+        self.dest: dict[int, Any] = {}
+        self._pre: dict[str, Any] = {}
+
+    # -- what a subclass brings
+    def _monitor(self) -> Any:
+        raise NotImplementedError
+
+    def _bookkeeping(self) -> tuple[Any, ...]:
+        """A copy of the subclass's own request bookkeeping (restored on a rejection)."""
+        return ()
+
+    def _restore(self, saved: tuple[Any, ...]) -> None:
+        return None
+
+    def _copy_own(self, c: Any) -> None:
+        """Copy the subclass's own fields into the clone ``c``."""
+
+    def _before(self) -> dict[str, Any]:
+        """What the invariants need from before the step."""
+        return {}
+
+    def _observe(self) -> list[Any]:
+        """Drain the step's events into the monitor; the events."""
+        raise NotImplementedError
+
+    def _after(self, pre: dict[str, Any]) -> None:
+        """Add what the invariants need from after the step."""
+
+    # -- the shared part
+    def clone(self) -> Self:
+        c = type(self).__new__(type(self))
+        c.component, c.config, c.quirks = self.component, self.config, self.quirks
+        c.model = self.model.clone()
+        c.monitor = self.monitor.copy()
+        c.seqs = {k: v.copy() for k, v in self.seqs.items()}
+        # reservations point into the manager's bookkeeping only by value: copy them
+        c.decodes = [copy.deepcopy(r) for r in self.decodes]
+        c.dest = {k: copy.deepcopy(v) for k, v in self.dest.items()}
+        c._pre = {}
+        self._copy_own(c)
+        return c
+
+    def decode(self, op: str, args: Any) -> Any:
+        if op not in self.OPS:
+            raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
+        return A.check(self.component, op, args, self.ARGS[op])
+
+    def _seq(self, owner: Any) -> Any:
+        s = self.seqs.get(owner)
+        if s is None:
+            raise InvalidInput(f"no request {owner!r}")
+        return s
+
+    def op_release_decode(self, a: dict[str, Any]) -> None:
+        if not self.decodes:
+            raise InvalidInput("no decode reservation outstanding")
+        self.model.release_decode_reservation(self.decodes[0])
+        self.decodes.pop(0)
+
+    def _reserve_decode(self, count: int) -> Any:
+        r = self.model.reserve_decode_blocks(count)
+        if isinstance(r, CapacityExhausted):
+            return r
+        self.decodes.append(r)
+        return Ready()
+
+    def _destination(self, owner: Any) -> Any:
+        r = self.dest.get(owner)
+        if r is None:
+            raise InvalidInput(f"no destination reservation for request {owner}")
+        return r
+
+    def op_counts(self, a: dict[str, Any]) -> dict[str, int]:
+        g = self.model
+        return {
+            "num_active_blocks": g.num_active_blocks(),
+            "num_inactive_blocks": g.num_inactive_blocks(),
+            "num_active_block_refs": g.num_active_block_refs(),
+        }
+
+    def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
+        from kvmodel.invariants import check_all
+
+        if op not in self.OPS:
+            raise InvalidInput(f"unknown {self.component} operation {op!r}")
+        pre_key = self.model.key()
+        self._pre = pre = self._before()
+        out = Outcome(op, args_json if args_json is not None else decoded)
+        seqs = dict(self.seqs)
+        owner = decoded.get("owner") if isinstance(decoded, dict) else None
+        if isinstance(owner, (int, str)) and owner in seqs:
+            seqs[owner] = seqs[owner].copy()
+        saved = (seqs, list(self.decodes), dict(self.dest), self._bookkeeping())
+        try:
+            out.result = getattr(self, f"op_{op}")(decoded)
+        except ModelError as e:
+            out.error = e
+            self.seqs, self.decodes, self.dest = saved[0], saved[1], saved[2]
+            self._restore(saved[3])
+        out.events = self._observe()
+        self._after(pre)
+        ctx = StepContext(self.model, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, pre)
+        out.violations = check_all(self.component, ctx)
+        out.ctx = ctx
+        return out
