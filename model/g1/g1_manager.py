@@ -92,12 +92,58 @@ def _own(res: Any, cls: type) -> None:
         raise NativePanic("destination reservation belongs to a different G1 backend")
 
 
-class KvbmArm:
+class _Arm:
+    """What both arms do alike: the calls that go straight to the backend's manager ``m``, with
+    the reservation checked to be this backend's first."""
+
+    m: Any
+    DECODE: type
+    DESTINATION: type
+
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.m.snapshot()
+        return out
+
+    def block_size(self) -> int:
+        return int(self.m.block_size)
+
+    def drain_events(self) -> list[Published]:
+        out: list[Published] = self.m.drain_events()
+        return out
+
+    def reserve_decode_blocks(self, count: int) -> Any | None:
+        return self.m.reserve_decode_blocks(count)
+
+    def release_decode_reservation(self, res: Any) -> None:
+        _own(res, self.DECODE)
+        self.m.release_decode_reservation(res)
+
+    def activate_destination(self, res: Any) -> None:
+        _own(res, self.DESTINATION)
+        self.m.activate_destination(res)
+
+    def cancel_destination(self, res: Any) -> None:
+        _own(res, self.DESTINATION)
+        self.m.cancel_destination(res)
+
+    def num_active_blocks(self) -> int:
+        return int(self.m.num_active_blocks())
+
+    def num_active_block_refs(self) -> int:
+        return int(self.m.num_active_block_refs())
+
+    def num_inactive_blocks(self) -> int:
+        return int(self.m.num_inactive_blocks())
+
+
+class KvbmArm(_Arm):
     """``G1Backend::Kvbm``: every call goes to ``kvbm_backend::KvManager``
     (:class:`~kvmodel.model.g1.kvbm_backend.KvbmKvManager`); owners and reusable prefixes are ignored and
     the lifecycle is eager (finalizing is a no-op)."""
 
     name = "kvbm"
+    DECODE, DESTINATION = KvbmDecodeReservation, KvbmDestination
+    m: KvbmKvManager
 
     def __init__(self, m: KvbmKvManager) -> None:
         self.m = m
@@ -108,15 +154,6 @@ class KvbmArm:
     def key(self) -> tuple[Any, ...]:
         return tuple(self.m.key())
 
-    def snapshot(self) -> dict[str, Any]:
-        return self.m.snapshot()
-
-    def block_size(self) -> int:
-        return self.m.block_size
-
-    def drain_events(self) -> list[Published]:
-        return self.m.drain_events()
-
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
         return self.m.process(sig)
 
@@ -126,38 +163,14 @@ class KvbmArm:
     def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
         return None
 
-    def reserve_decode_blocks(self, count: int) -> KvbmDecodeReservation | None:
-        return self.m.reserve_decode_blocks(count)
-
     def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
         _own(res, KvbmDecodeReservation)
         return self.m.process_decode_signal(sig, res)
-
-    def release_decode_reservation(self, res: Any) -> None:
-        _own(res, KvbmDecodeReservation)
-        self.m.release_decode_reservation(res)
 
     def reserve_destination_at(
         self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
     ) -> KvbmDestination | None:
         return self.m.reserve_destination(sequence.prepare_allocation(sequence.num_input_tokens), eviction_now_ms)
-
-    def activate_destination(self, res: Any) -> None:
-        _own(res, KvbmDestination)
-        self.m.activate_destination(res)
-
-    def cancel_destination(self, res: Any) -> None:
-        _own(res, KvbmDestination)
-        self.m.cancel_destination(res)
-
-    def num_active_blocks(self) -> int:
-        return self.m.num_active_blocks()
-
-    def num_active_block_refs(self) -> int:
-        return self.m.num_active_block_refs()
-
-    def num_inactive_blocks(self) -> int:
-        return self.m.num_inactive_blocks()
 
     def max_capacity(self) -> int:
         return self.m.max_capacity
@@ -166,7 +179,7 @@ class KvbmArm:
         return self.m.get_prefill_cost(sequence.unique, sequence.plhs, len(sequence), sequence.caching)
 
 
-class NativeArm:
+class NativeArm(_Arm):
     """``G1Backend::Native``: ``vllm_backend::VllmKvManager`` (:class:`~kvmodel.model.g1.vllm_backend.VllmKvManager`)
     with the facade's part of that arm — PLH alignment checked before a Use, a decode Use and a
     destination reservation; Deref and Promote take no reusable prefix; finalizing a decision
@@ -174,6 +187,8 @@ class NativeArm:
     366ff0ef: before)."""
 
     name = "native"
+    DECODE, DESTINATION = DecodeReservation, DestinationReservation
+    m: VllmKvManager
 
     def __init__(self, m: VllmKvManager, quirks: frozenset[str]) -> None:
         self.m, self.quirks = m, quirks
@@ -197,15 +212,6 @@ class NativeArm:
             ),
             tuple(sorted(m.partial_uuids)),
         )
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.m.snapshot()
-
-    def block_size(self) -> int:
-        return self.m.block_size
-
-    def drain_events(self) -> list[Published]:
-        return self.m.drain_events()
 
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
         m = self.m
@@ -238,9 +244,6 @@ class NativeArm:
         if p is not None and not isinstance(self.process_for_request(owner, p, 0), Ready):
             raise NativePanic("computed-tail promotion must be infallible")
 
-    def reserve_decode_blocks(self, count: int) -> DecodeReservation | None:
-        return self.m.reserve_decode_blocks(count)
-
     def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
         _own(res, DecodeReservation)
         if isinstance(sig, G1Use):
@@ -251,10 +254,6 @@ class NativeArm:
             return out
         return self.process_for_request(owner, sig, 0)
 
-    def release_decode_reservation(self, res: Any) -> None:
-        _own(res, DecodeReservation)
-        self.m.release_decode_reservation(res)
-
     def reserve_destination_at(
         self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
     ) -> DestinationReservation | None:
@@ -262,23 +261,6 @@ class NativeArm:
         if sig is not None:
             validate_plh_alignment(sig.blocks, len(sig.plhs))
         return self.m.reserve_destination(owner, None if sig is None else layout_of(sig), sequence.num_input_tokens)
-
-    def activate_destination(self, res: Any) -> None:
-        _own(res, DestinationReservation)
-        self.m.activate_destination(res)
-
-    def cancel_destination(self, res: Any) -> None:
-        _own(res, DestinationReservation)
-        self.m.cancel_destination(res)
-
-    def num_active_blocks(self) -> int:
-        return self.m.num_active_blocks()
-
-    def num_active_block_refs(self) -> int:
-        return self.m.num_active_block_refs()
-
-    def num_inactive_blocks(self) -> int:
-        return self.m.num_inactive_blocks()
 
     def max_capacity(self) -> int:
         return self.m.pool.capacity
