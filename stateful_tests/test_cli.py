@@ -61,7 +61,7 @@ def test_check_lru_default_mode_reproduces_the_quirk(capsys: pytest.CaptureFixtu
         ("hypothesis", "ideal"): "pass",
         ("hypothesis", "quirk equal_timestamp_stale_entry"): "reproduced",
         ("explore", "ideal (exhaustive)"): "pass",
-        ("explore", "quirk equal_timestamp_stale_entry (exhaustive)"): "reproduced",
+        ("explore", "quirk equal_timestamp_stale_entry (BFS, stops at the shallowest)"): "reproduced",
         ("z3", "ideal (k-induction)"): "pass",
         ("z3", "quirk equal_timestamp_stale_entry (BMC)"): "reproduced",
     }

@@ -42,6 +42,12 @@ def shallowest(r: explorer.ExploreResult, case: Case) -> tuple[dict[str, Any], d
     }
 
 
+def search_suffix(case: Case) -> str:
+    """How the check's name says the world was searched: a quirk's case stops once its
+    invariants are broken (each at its shallowest), the others search the whole world."""
+    return " (BFS, stops at the shallowest)" if case.kind == "quirk" else " (exhaustive)"
+
+
 class ExploreEngine:
     name = "explore"
 
@@ -71,7 +77,7 @@ class ExploreEngine:
         return CheckResult(
             engine=self.name,
             component=component.name,
-            check=f"{case.label} (exhaustive)",
+            check=case.label + search_suffix(case),
             outcome=out,
             verdict=case.verdict_word(out),
             seconds=r.seconds,

@@ -26,8 +26,6 @@ from kvmodel.swarm.campaign import RunLog
 from kvmodel.swarm.tasks import CONFORM, FORMAT, Cell, Distribution, case_of
 from kvmodel.verdicts import worst
 
-_CHECK_SUFFIX = {"explore": " (exhaustive)"}
-
 
 def _label(engine: str, case: Case) -> str:
     """The check's name as ``kvmodel check`` prints it."""
@@ -35,7 +33,11 @@ def _label(engine: str, case: Case) -> str:
         return {"ideal": "ideal (k-induction)", "faithful": "faithful (BMC)"}.get(case.kind, f"{case.label} (BMC)")
     if engine == CONFORM:
         return f"conformance {case.quirk}"
-    return case.label + _CHECK_SUFFIX.get(engine, "")
+    if engine == "explore":
+        from kvmodel.engines.explore import search_suffix
+
+        return case.label + search_suffix(case)
+    return case.label
 
 
 def _task_verdict(case: Case, outcome: str) -> str:
