@@ -164,3 +164,35 @@ class GivenModel:
 def test_a_model_with_given_steps_after_the_implementation(seed: int, steps: list[tuple[str, Any]]) -> None:
     d, n = df.differential(GivenModel(), Sampler(), {"seed": seed}, steps, df.in_order(["sampled", "returns"]))
     assert d is None and n == len(steps)
+
+
+ODD = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(2**80), 2**80),
+        st.text(max_size=5),
+        st.builds(set, st.lists(st.integers(), max_size=3)),
+    ),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ODD, ODD)
+def test_a_divergence_is_strict_json_whatever_the_adapter_returned(model: Any, got: Any) -> None:
+    """NaN, infinities, huge integers, sets: a report stays printable as strict JSON."""
+    d = df.Divergence(0, "op", {"n": 1}, "returns", model, got)
+    json.dumps(d.to_json(), allow_nan=False)
+    str(d)
+
+
+def test_a_huge_or_deep_answer_is_bounded_in_the_report() -> None:
+    deep: Any = 0
+    for _ in range(100):
+        deep = [deep]
+    d = df.Divergence(0, "op", {}, "returns", list(range(5000)), deep)
+    assert len(d.model) == 1000
+    assert "<nested too deeply>" in json.dumps(d.implementation)

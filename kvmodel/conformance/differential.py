@@ -54,15 +54,21 @@ class Adapter(Protocol):
 
 
 def json_safe(x: Any, depth: int = 0) -> Any:
-    """``x`` as JSON values (a report must serialise whatever an adapter returned)."""
-    if x is None or isinstance(x, bool | int | float | str):
+    """``x`` with anything JSON cannot hold replaced by its ``repr`` (an adapter may return
+    sets, objects, NaN, huge structures): reports, traces and ``explain()`` stay printable and
+    bounded (at most 1,000 items per list or object, 32 levels deep)."""
+    if depth > 32:
+        return "<nested too deeply>"
+    if x is None or isinstance(x, bool | str):
         return x
-    if depth > 20:
-        return repr(x)[:200]
+    if isinstance(x, int):
+        return x if -(2**64) < x < 2**64 else repr(x)[:80]
+    if isinstance(x, float):
+        return x if x == x and x not in (float("inf"), float("-inf")) else repr(x)
     if isinstance(x, list | tuple):
-        return [json_safe(v, depth + 1) for v in x]
+        return [json_safe(v, depth + 1) for v in list(x)[:1000]]
     if isinstance(x, dict):
-        return {str(k): json_safe(v, depth + 1) for k, v in x.items()}
+        return {str(k): json_safe(v, depth + 1) for k, v in list(x.items())[:1000]}
     return repr(x)[:200]
 
 
@@ -82,7 +88,6 @@ class Divergence:
     implementation: Any
 
     def __attrs_post_init__(self) -> None:
-        self.args = json_safe(self.args)
         self.model, self.implementation = json_safe(self.model), json_safe(self.implementation)
 
     def to_json(self) -> dict[str, Any]:
