@@ -33,7 +33,9 @@ class StepContext:
     error: Exception | None = None
     events: list[Any] = attrs.field(factory=list)
     pre_key: Any = None
-    pre: dict[str, Any] = attrs.field(factory=dict)
+    # the component's record of what its invariants read from before the step (its ``Before``
+    # class: a typed field per fact, no string keys)
+    pre: Any = None
 
 
 @attrs.frozen

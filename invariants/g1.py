@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import attrs
+
 from kvmodel.invariants.core import Invariant, StepContext, Witness
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted
@@ -57,6 +59,24 @@ class G1Monitor:
                     self.announced[h] -= 1
                     if self.announced[h] == 0:
                         del self.announced[h]
+
+
+@attrs.define
+class Before:
+    """The native G1 system around a step: the requests holding block tables before it; what the
+    step itself noted (the reusable prefix an ``allocate`` authorised, whether a
+    ``deref_in_order`` named exactly the table's blocks); and, after it, the fresh slots still
+    reserved, the destination reservations' pins and prefix lengths, the sequences and their
+    computed token counts."""
+
+    owners: set[int]
+    reusable: int = 0
+    deref_names_tail: bool = False
+    outstanding_fresh: int = 0
+    dest_pins: Counter[int] = attrs.field(factory=Counter)
+    dest_prefix: dict[int, int] = attrs.field(factory=dict)
+    seqs: dict[int, Any] = attrs.field(factory=dict)
+    computed: dict[int, int] = attrs.field(factory=dict)
 
 
 def _fault(name: str) -> Any:
@@ -110,7 +130,7 @@ def _failed_no_trace(ctx: StepContext) -> str | None:
 
 def _reserved_outstanding(ctx: StepContext) -> str | None:
     p = ctx.model.native.pool
-    held = ctx.pre.get("outstanding_fresh", 0)
+    held = ctx.pre.outstanding_fresh
     if p.reserved != held:
         return f"pool.reserved = {p.reserved}, outstanding reservations hold {held} fresh slot(s)"
     return None
@@ -143,13 +163,13 @@ def _unknown_rejected(ctx: StepContext) -> str | None:
     if ctx.op != "finalize" or ctx.error is not None:
         return None
     owner = (ctx.args or {}).get("owner")
-    if owner not in ctx.pre.get("owners", ()):
+    if owner not in ctx.pre.owners:
         return f"finalize_computed_prefix for request {owner}, which owns no block table, was accepted"
     return None
 
 
 def _tail_accepted(ctx: StepContext) -> str | None:
-    if ctx.op != "deref_in_order" or ctx.error is None or not ctx.pre.get("deref_names_tail"):
+    if ctx.op != "deref_in_order" or ctx.error is None or not ctx.pre.deref_names_tail:
         return None
     return f"a Deref naming request {(ctx.args or {}).get('owner')}'s whole table was rejected: {ctx.error}"
 
@@ -170,7 +190,7 @@ def _copies_match(ctx: StepContext) -> str | None:
                 return f"request {o}'s entry {j} is cached block {e.hash} but its copy holds {c.hash}"
             if not cached_entry and c.hash is not None:
                 return f"request {o}'s entry {j} is not computed yet but its copy {e.copy} is cached"
-    pins: Counter[int] = ctx.pre.get("dest_pins", Counter())
+    pins: Counter[int] = ctx.pre.dest_pins
     for i, c in sorted(p.copies.items()):
         if c.hash is None and named[i] != 1:
             return f"private copy {i} is named by {named[i]} table entries"
@@ -185,7 +205,7 @@ def _computed_cached(ctx: StepContext) -> str | None:
     m = ctx.model.native
     bs = m.block_size
     for o, table in sorted(m.tables.items()):
-        done = ctx.pre.get("computed", {}).get(o, 0) // bs
+        done = ctx.pre.computed.get(o, 0) // bs
         for j, e in enumerate(table[:done]):
             if e.hash is None or e.pending is not None:
                 return f"request {o} computed {done} block(s) but its entry {j} is not cached"
@@ -199,8 +219,8 @@ def _request_shape(ctx: StepContext) -> str | None:
 
     m = ctx.model.native
     bs = m.block_size
-    dest: dict[int, int] = ctx.pre.get("dest_prefix", {})
-    for o, seq in sorted(ctx.pre.get("seqs", {}).items()):
+    dest: dict[int, int] = ctx.pre.dest_prefix
+    for o, seq in sorted(ctx.pre.seqs.items()):
         table = m.tables.get(o, [])
         n = len(seq.tokens)
         if len(seq.unique) != -(-n // bs):
@@ -360,6 +380,6 @@ WITNESSES: tuple[Witness, ...] = (
         "g1.w.prefix_reused",
         C,
         "A request's first allocation reuses a cached prefix.",
-        lambda c: c.op == "allocate" and c.error is None and bool(c.pre.get("reusable")),
+        lambda c: c.op == "allocate" and c.error is None and c.pre.reusable > 0,
     ),
 )

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import attrs
+
 from kvmodel.invariants.core import Invariant, StepContext, Witness
 from kvmodel.model.blocks import (
     Deref,
@@ -209,7 +211,7 @@ def _no_trace(ctx: StepContext) -> str | None:
 def _never_below_zero(ctx: StepContext) -> str | None:
     if not isinstance(ctx.args, Deref) or ctx.error is not None:
         return None
-    pre_active: dict[UniqueBlock, int] = ctx.pre.get("active", {})
+    pre_active: dict[UniqueBlock, int] = ctx.pre.active
     for b, n in Counter(ctx.args.blocks).items():
         if pre_active.get(b, 0) < n:
             return f"Deref of {_b(b)} x{n} with refcount {pre_active.get(b, 0)} was accepted silently"
@@ -329,8 +331,15 @@ INVARIANTS: tuple[Invariant, ...] = (
 # --- reachability witnesses -------------------------------------------------------------
 
 
-def _pre(ctx: StepContext, k: str) -> Any:
-    return ctx.pre.get(k, ())
+@attrs.frozen
+class Before:
+    """The KV manager before a step: its refcounts, the active and inactive blocks, and every
+    resident block."""
+
+    active: dict[UniqueBlock, int]
+    active_keys: frozenset[UniqueBlock]
+    inactive: Any
+    all: frozenset[UniqueBlock]
 
 
 WITNESSES: tuple[Witness, ...] = (
@@ -341,7 +350,7 @@ WITNESSES: tuple[Witness, ...] = (
         lambda c: (
             isinstance(c.args, Use)
             and c.error is None
-            and any(b not in c.model.all_blocks and b in _pre(c, "inactive") for b in _pre(c, "all"))
+            and any(b not in c.model.all_blocks and b in c.pre.inactive for b in c.pre.all)
         ),
     ),
     Witness(
@@ -363,7 +372,7 @@ WITNESSES: tuple[Witness, ...] = (
         lambda c: (
             isinstance(c.args, Use)
             and c.error is None
-            and any(b in _pre(c, "inactive") and b in c.model.active for b in c.args.blocks)
+            and any(b in c.pre.inactive and b in c.model.active for b in c.args.blocks)
         ),
     ),
     Witness("kv.w.cached", C, "The inactive pool holds a block.", lambda c: len(c.model.inactive) > 0),
@@ -377,7 +386,7 @@ WITNESSES: tuple[Witness, ...] = (
         "kv.w.promote_known",
         C,
         "A Promote lands on a hash that is already resident.",
-        lambda c: isinstance(c.args, Promote) and c.error is None and FullBlock(c.args.hash) in _pre(c, "all"),
+        lambda c: isinstance(c.args, Promote) and c.error is None and FullBlock(c.args.hash) in c.pre.all,
     ),
     Witness(
         "kv.w.destroy_removes",
@@ -397,7 +406,7 @@ WITNESSES: tuple[Witness, ...] = (
         lambda c: (
             isinstance(c.args, Deref)
             and c.error is None
-            and any(b in _pre(c, "active_keys") and b not in c.model.active for b in c.args.blocks)
+            and any(b in c.pre.active_keys and b not in c.model.active for b in c.args.blocks)
         ),
     ),
     Witness(

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
+
 from kvmodel.invariants.core import Invariant, StepContext, Witness
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
@@ -95,6 +97,20 @@ class KvbmMonitor:
                         del self.announced[h]
 
 
+@attrs.define
+class Before:
+    """The KVBM system around a step: the manager's parts, its inactive index and the index's
+    size before it; after it, what each request holds, the hashes of caching-disabled sequences,
+    and the live destination reservations' pins."""
+
+    parts: Any
+    index_key: Any
+    inactive_before: int
+    holdings: dict[int, list[Any]] = attrs.field(factory=dict)
+    uncached: set[int] = attrs.field(factory=set)
+    dest_pins: Counter[Any] = attrs.field(factory=Counter)
+
+
 def _fault(name: str) -> Any:
     def check(ctx: StepContext) -> str | None:
         return ctx.monitor.faults.get(name)  # type: ignore[no-any-return]
@@ -173,7 +189,7 @@ def _refs(ctx: StepContext) -> str | None:
 
 def _holders(ctx: StepContext) -> str | None:
     m = _kv(ctx)
-    held: dict[Any, list[Any]] = ctx.pre.get("holdings", {})
+    held: dict[Any, list[Any]] = ctx.pre.holdings
     full: Counter[int] = Counter()
     partial: Counter[str] = Counter()
     for blocks in held.values():
@@ -201,7 +217,7 @@ def _active_held(ctx: StepContext) -> str | None:
 def _names_announced(ctx: StepContext) -> str | None:
     m = _kv(ctx)
     ann = ctx.monitor.announced
-    uncached = ctx.pre.get("uncached", set())
+    uncached = ctx.pre.uncached
     for h, e in sorted(m.active_full.items()):
         sh = m.registered.get(e.plh)
         if sh is not None and h not in uncached and ann[h] <= 0:
@@ -226,7 +242,7 @@ def _failed(ctx: StepContext) -> Any:
 def _atomic_failure(ctx: StepContext) -> str | None:
     if not _failed(ctx) or not isinstance(ctx.result, str):
         return None
-    pre = ctx.pre.get("parts")
+    pre = ctx.pre.parts
     now = _parts(_kv(ctx))
     if pre != now or ctx.events:
         return f"a CapacityExhausted {ctx.op} changed the state or published {len(ctx.events)} event(s)"
@@ -248,7 +264,7 @@ def _parts(m: Any) -> Any:
 def _eviction_order(ctx: StepContext) -> str | None:
     if not _failed(ctx) or not isinstance(ctx.result, str):
         return None
-    if ctx.pre.get("index_key") != _kv(ctx).sub.inactive.key():
+    if ctx.pre.index_key != _kv(ctx).sub.inactive.key():
         return f"a CapacityExhausted {ctx.op} changed the inactive index's eviction order"
     return None
 
@@ -275,7 +291,7 @@ def _ready_new(ctx: StepContext) -> str | None:
 
 def _primaries_held(ctx: StepContext) -> str | None:
     m = _kv(ctx)
-    pins: Counter[Any] = ctx.pre.get("dest_pins", Counter())
+    pins: Counter[Any] = ctx.pre.dest_pins
     held: Counter[Any] = Counter(e.plh for e in m.active_full.values())
     for plh, (block, handles) in sorted(m.sub.primaries.items(), key=repr):
         if handles != held[plh] + pins[plh]:
@@ -303,7 +319,7 @@ def _announced_exact(ctx: StepContext) -> str | None:
 
 def _active_named(ctx: StepContext) -> str | None:
     m = _kv(ctx)
-    uncached = ctx.pre.get("uncached", set())
+    uncached = ctx.pre.uncached
     for h, e in sorted(m.active_full.items()):
         sh = m.registered.get(e.plh)
         if h not in uncached and (sh is None or h not in sh.names()):
@@ -494,7 +510,7 @@ def _w_alias(ctx: StepContext) -> bool:
 
 
 def _w_exhausted_after_hit(ctx: StepContext) -> bool:
-    return bool(_failed(ctx) and ctx.pre.get("inactive_before", 0) > 0)
+    return bool(_failed(ctx) and ctx.pre.inactive_before > 0)
 
 
 WITNESSES: tuple[Witness, ...] = (

@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import attrs
+
 from kvmodel.invariants.core import Invariant, StepContext, Witness
 
 
@@ -45,6 +47,13 @@ class LruMonitor:
             self.expected["evict"] = self.order.pop(0) if self.order else None
         elif op == "len":
             self.expected["len"] = len(self.order)
+
+
+@attrs.frozen
+class Before:
+    """The evictor before a step: the objects live in it."""
+
+    live: frozenset[Any]
 
 
 def _evicts_least_recent(ctx: StepContext) -> str | None:
@@ -207,7 +216,7 @@ def _witnesses(component: str) -> tuple[Witness, ...]:
             "lru.w.reinsert",
             component,
             "An object that is live is inserted again (recency refreshed).",
-            lambda c: c.op == "insert" and c.args.get("object") in c.pre.get("live", ()),
+            lambda c: c.op == "insert" and c.args.get("object") in c.pre.live,
         ),
         Witness(
             "lru.w.remove_live",

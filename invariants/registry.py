@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import attrs
+
 from kvmodel.invariants.core import Invariant, StepContext, Witness
 from kvmodel.model.registry import BlockState, Publisher, PublishHandle, RegEvent, Registry
 
@@ -55,6 +57,17 @@ class RegMonitor:
                 if self.removes[e.handle]:
                     self.faults["reg.one_remove_per_handle"] = f"second Remove for handle {e.handle} ({e.text()})"
                 self.removes[e.handle] += 1
+
+
+@attrs.define
+class Before:
+    """The registry around a step: its entry count before it, whether a ``register_block``
+    names a hash its pool holds as pending, and the state key after the step (the rejection
+    invariant compares it with the key before)."""
+
+    entries: int
+    pending_hit: bool = False
+    post_key: Any = None
 
 
 def _fault(name: str) -> Any:
@@ -212,7 +225,7 @@ def _references_resolve(c: StepContext) -> str | None:
 def _rejection_no_change(c: StepContext) -> str | None:
     if c.error is None or c.pre_key is None:
         return None
-    if c.pre.get("post_key") != c.pre_key or c.events:
+    if c.pre.post_key != c.pre_key or c.events:
         return f"{c.op} was rejected ({c.error}) but changed the state or emitted events"
     return None
 
@@ -341,7 +354,7 @@ WITNESSES: tuple[Witness, ...] = (
         "reg.w.reregister_before_drain",
         C,
         "A hash is registered again in a pool whose channel still carries its earlier drop.",
-        lambda c: _registered_ok(c) and bool(c.pre.get("pending_hit")),
+        lambda c: _registered_ok(c) and c.pre.pending_hit,
     ),
     Witness(
         "reg.w.already_registered",
@@ -353,7 +366,7 @@ WITNESSES: tuple[Witness, ...] = (
         "reg.w.drain_cleans",
         C,
         "The unregister task removes an entry.",
-        lambda c: c.op == "drain" and c.pre.get("entries", 0) > _entries(c.model),
+        lambda c: c.op == "drain" and c.pre.entries > _entries(c.model),
     ),
 )
 

@@ -56,7 +56,7 @@ class G1RequestSystem(System):
         self.seqs: dict[int, Any] = {}
         self.decodes: list[Any] = []
         self.dest: dict[int, Any] = {}
-        self._pre: dict[str, Any] = {}
+        self._pre: Any = None
 
     # -- what a subclass brings
     def _monitor(self) -> Any:
@@ -72,15 +72,15 @@ class G1RequestSystem(System):
     def _copy_own(self, c: Any) -> None:
         """Copy the subclass's own fields into the clone ``c``."""
 
-    def _before(self) -> dict[str, Any]:
-        """What the invariants need from before the step."""
-        return {}
+    def _before(self) -> Any:
+        """The component's record (its invariants' ``Before``) of what they need from before the step."""
+        raise NotImplementedError
 
     def _observe(self) -> list[Any]:
         """Drain the step's events into the monitor; the events."""
         raise NotImplementedError
 
-    def _after(self, pre: dict[str, Any]) -> None:
+    def _after(self, pre: Any) -> None:
         """Add what the invariants need from after the step."""
 
     # -- the shared part
@@ -93,7 +93,7 @@ class G1RequestSystem(System):
         # reservations point into the manager's bookkeeping only by value: copy them
         c.decodes = [copy.deepcopy(r) for r in self.decodes]
         c.dest = {k: copy.deepcopy(v) for k, v in self.dest.items()}
-        c._pre = {}
+        c._pre = None
         self._copy_own(c)
         return c
 

@@ -10,6 +10,7 @@ from kvmodel import argspec as A
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.components.g1_requests import G1RequestSystem
+from kvmodel.invariants.kvbm import Before
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -268,11 +269,11 @@ class G1KvbmSystem(G1RequestSystem):
             raise InvalidInput(f"bad_use kind must be dup_partial or hash_two_plhs, got {kind!r}")
         return self.model.process_for_request(-1, sig, 0)
 
-    def _before(self) -> dict[str, Any]:
+    def _before(self) -> Before:
         from kvmodel.invariants.kvbm import _parts
 
         m = self.model.kvbm
-        return {"parts": _parts(m), "index_key": m.sub.inactive.key(), "inactive_before": len(m.sub.inactive)}
+        return Before(_parts(m), m.sub.inactive.key(), len(m.sub.inactive))
 
     def _observe(self) -> list[Any]:
         for s in self.seqs.values():
@@ -283,10 +284,10 @@ class G1KvbmSystem(G1RequestSystem):
         self.monitor.observe(events, self.uncached, marks)
         return events
 
-    def _after(self, pre: dict[str, Any]) -> None:
-        pre["holdings"] = self.holdings
-        pre["uncached"] = self.uncached
-        pre["dest_pins"] = Counter(plh for r in self.dest.values() if r.live for _, plh in r.pinned)
+    def _after(self, pre: Before) -> None:
+        pre.holdings = self.holdings
+        pre.uncached = self.uncached
+        pre.dest_pins = Counter(plh for r in self.dest.values() if r.live for _, plh in r.pinned)
 
     def snapshot(self) -> dict[str, Any]:
         snap: dict[str, Any] = self.model.snapshot()

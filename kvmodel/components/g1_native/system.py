@@ -10,6 +10,7 @@ from kvmodel import argspec as A
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.components.g1_requests import G1RequestSystem
+from kvmodel.invariants.g1 import Before
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -125,7 +126,7 @@ class G1System(G1RequestSystem):
                 if getattr(b, "hash", None) is None or g.native.prefix_hit(b.hash) is None:
                     break
                 reusable += 1
-        self._pre["reusable"] = reusable
+        self._pre.reusable = reusable
         out = g.process_for_request(o, sig, reusable)
         if isinstance(out, Ready):
             s.commit_allocation(len(s))
@@ -160,7 +161,7 @@ class G1System(G1RequestSystem):
                 raise InvalidInput(f"request {o} holds no blocks to name in table order")
             sig = G1Deref(tuple(reversed(sig.blocks)))
             t = g.native.tables.get(o, [])
-            self._pre["deref_names_tail"] = len(t) == len(sig.blocks) and all(
+            self._pre.deref_names_tail = len(t) == len(sig.blocks) and all(
                 any(e.matches(b) for e in t) for b in sig.blocks
             )
         out = g.process_for_request(o, sig, 0)
@@ -211,20 +212,20 @@ class G1System(G1RequestSystem):
         self.computed.pop(o, None)
         del self.dest[o]
 
-    def _before(self) -> dict[str, Any]:
-        return {"owners": set(self.model.native.tables)}
+    def _before(self) -> Before:
+        return Before(set(self.model.native.tables))
 
     def _observe(self) -> list[Any]:
         events: list[Any] = self.model.drain_events()
         self.monitor.observe(events)
         return events
 
-    def _after(self, pre: dict[str, Any]) -> None:
-        pre["outstanding_fresh"] = self._outstanding()
-        pre["dest_pins"] = Counter(i for r in self.dest.values() for _, i in r.pool.prefix)
-        pre["dest_prefix"] = {o: len(r.pool.prefix) for o, r in self.dest.items()}
-        pre["seqs"] = self.seqs
-        pre["computed"] = self.computed
+    def _after(self, pre: Before) -> None:
+        pre.outstanding_fresh = self._outstanding()
+        pre.dest_pins = Counter(i for r in self.dest.values() for _, i in r.pool.prefix)
+        pre.dest_prefix = {o: len(r.pool.prefix) for o, r in self.dest.items()}
+        pre.seqs = self.seqs
+        pre.computed = self.computed
 
     def snapshot(self) -> dict[str, Any]:
         snap: dict[str, Any] = self.model.snapshot()

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from kvmodel import argspec as A
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext, check_all
-from kvmodel.invariants.kv_manager import KvMonitor
+from kvmodel.invariants.kv_manager import Before, KvMonitor
 from kvmodel.model.blocks import MoveBlock, blocks_from_json, move_block_from_json
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.kv_manager import KvManager
@@ -65,12 +65,7 @@ class KvManagerSystem(System):
     def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
         m = self.model
         pre_key = m.key()
-        pre = {
-            "active": dict(m.active),
-            "active_keys": frozenset(m.active),
-            "inactive": m.inactive.keys(),
-            "all": frozenset(m.all_blocks),
-        }
+        pre = Before(dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks))
         out = Outcome(op, args_json if args_json is not None else _args_json(op, decoded))
         try:
             if op == "process":

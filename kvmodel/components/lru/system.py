@@ -9,7 +9,7 @@ from kvmodel import argspec as A
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
 from kvmodel.invariants import StepContext, check_all
-from kvmodel.invariants.lru import LruMonitor
+from kvmodel.invariants.lru import Before, LruMonitor
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.lru import CounterLRU, WallClockLRU
 from kvmodel.model.quirks import resolve
@@ -62,7 +62,7 @@ class LruSystem(System):
         m = self.model
         out = Outcome(op, args_json if args_json is not None else decoded)
         obj = decoded.get("object")
-        pre = {"live": frozenset(self.monitor.order)}
+        pre = Before(frozenset(self.monitor.order))
         try:
             if op == "insert":
                 m.insert(obj, decoded.get("clock"))

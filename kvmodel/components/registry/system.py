@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from kvmodel import argspec as A
 from kvmodel.invariants import StepContext, check_all
-from kvmodel.invariants.registry import RegMonitor
+from kvmodel.invariants.registry import Before, RegMonitor
 from kvmodel.invariants.registry import entries as _reg_entries
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.quirks import resolve
@@ -135,11 +135,11 @@ class RegistrySystem(System):
     def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
         m = self.model
         pre_key = self.key()
-        pre: dict[str, Any] = {"entries": _reg_entries(m)}
+        pre = Before(_reg_entries(m))
         if op == "register_block":
             st = m.values.get(decoded.get("state"))
             pool = m.pools.get(decoded.get("registry"))
-            pre["pending_hit"] = (
+            pre.pending_hit = (
                 isinstance(st, BlockState)
                 and st.block is not None
                 and pool is not None
@@ -156,7 +156,7 @@ class RegistrySystem(System):
         m.gc()
         self.monitor.forget(set(m.handles))
         self._key = None
-        pre["post_key"] = self.key()
+        pre.post_key = self.key()
         ctx = StepContext(m, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, pre)
         out.violations = check_all(self.component, ctx)
         out.ctx = ctx
