@@ -3,8 +3,11 @@
 Peer: the toy block-pool machine of ``shared/reference/examples/anchors-bench/hyp_pool.py``
 (the machine behind the anchors' figure of 4.5k steps/s), loaded from the shared folder
 and run with identical settings (generate phase only, no database, same example budget).
-Also measured: the time for Hypothesis to find and shrink each quirk's counterexample,
-and that counterexample's length.
+Also measured, against the previous KV machine (``benchmarks/peers/kv_machine_draws.py``,
+``st.data()`` draws per block) in the same run: its throughput, the time for Hypothesis to find
+and shrink each quirk's counterexample and that counterexample's length (ten seeds); and the
+cost of one Hypothesis choice (bare machines drawing one integer, three, or a list), the figure
+behind ``kvmodel/packed.py``.
 
 Writes ``benchmarks/results/hypothesis.json``. Usage:
     python benchmarks/hypothesis_throughput.py [--examples N] [--repeats R]
@@ -44,8 +47,35 @@ def _settings(n: int) -> settings:
     )
 
 
-def ours(n: int) -> dict[str, Any]:
-    m = machines.machine_for("kv_manager", {"max_capacity": 4}, quirks=())
+def _previous_machine() -> type[machines.Machine]:
+    path = ROOT / "benchmarks" / "peers" / "kv_machine_draws.py"
+    spec = importlib.util.spec_from_file_location("kv_machine_draws", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cls: type[machines.Machine] = mod.KvManagerMachine
+    return cls
+
+
+class _Using:
+    """``machines.machine_class("kv_manager")`` answers ``cls`` inside the block."""
+
+    def __init__(self, cls: type[machines.Machine] | None) -> None:
+        self.cls = cls
+        self.orig = machines.machine_class
+
+    def __enter__(self) -> None:
+        if self.cls is not None:
+            cls, orig = self.cls, self.orig
+            machines.machine_class = lambda c: cls if c == "kv_manager" else orig(c)  # type: ignore[assignment]
+
+    def __exit__(self, *exc: object) -> None:
+        machines.machine_class = self.orig  # type: ignore[assignment]
+
+
+def ours(n: int, cls: type[machines.Machine] | None = None) -> dict[str, Any]:
+    with _Using(cls):
+        m = machines.machine_for("kv_manager", {"max_capacity": 4}, quirks=())
     t = time.perf_counter()
     run_state_machine_as_test(m, settings=_settings(n))
     dt = time.perf_counter() - t
@@ -95,51 +125,96 @@ def model_only(n_steps: int = 50_000, seed: int = 1) -> dict[str, Any]:
     return {"steps": n_steps, "seconds": dt, "steps_per_s": n_steps / dt}
 
 
-SEEDS = (0, 1, 2)
+def choice_cost(n: int) -> dict[str, Any]:
+    """Bare machines (eight rules, no model) whose rules draw one integer, a tuple of three, or a
+    list of at most four: what one Hypothesis choice costs, apart from any model."""
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, rule
+
+    count = [0]
+
+    def bare(arg: Any) -> type[RuleBasedStateMachine]:
+        ns: dict[str, Any] = {}
+        for i in range(8):
+
+            def step(self: Any, x: Any) -> None:
+                count[0] += 1
+
+            step.__name__ = f"r{i}"
+            ns[f"r{i}"] = rule(x=arg)(step)
+        return type("Bare", (RuleBasedStateMachine,), ns)
+
+    out: dict[str, Any] = {}
+    for label, arg in (
+        ("one_integer", st.integers(0, 11)),
+        ("three_integers", st.tuples(st.integers(0, 11), st.integers(0, 11), st.integers(0, 11))),
+        ("list_of_at_most_4", st.lists(st.integers(0, 11), max_size=4)),
+    ):
+        count[0] = 0
+        t = time.perf_counter()
+        run_state_machine_as_test(bare(arg), settings=_settings(n))
+        dt = time.perf_counter() - t
+        out[label] = {"steps": count[0], "seconds": dt, "steps_per_s": round(count[0] / dt)}
+    one, three = (1e6 / out[k]["steps_per_s"] for k in ("one_integer", "three_integers"))
+    out["us_per_extra_integer"] = round((three - one) / 2, 1)
+    return out
 
 
-def time_to_find() -> list[dict[str, Any]]:
-    """Per quirk and seed, the time to a shrunk counterexample and its length, two ways in the
-    same run: the default (Hypothesis generates; the first failing example is shrunk by step
-    deletion, ``kvmodel.traces.minimize``) and with Hypothesis's shrink phase before it."""
+SEEDS = tuple(range(10))
+
+
+def _find(cls: type[machines.Machine] | None, q: Any, hs: bool) -> dict[str, Any]:
+    comp = q.component
+    cfg = {"cleanup_threshold": 50} if comp.startswith("lru") else {"max_capacity": 4}
+    per_seed = []
+    for seed in SEEDS:
+        with _Using(cls):
+            r = machines.run(
+                comp,
+                config=cfg,
+                quirks=(q.name, *q.requires),
+                target=q.breaks,
+                max_examples=3000,
+                seed=seed,
+                hypothesis_shrink=hs,
+            )
+        per_seed.append(
+            {
+                "seed": seed,
+                "found": r.violation is not None,
+                "invariant": r.violation["invariant"] if r.violation else None,
+                "seconds": round(r.seconds, 3),
+                "examples": r.examples,
+                "trace_steps": len(r.trace["steps"]) if r.trace else None,
+            }
+        )
+    found = [x for x in per_seed if x["found"]]
+    return {
+        "seeds": per_seed,
+        "median_seconds": round(statistics.median(x["seconds"] for x in per_seed), 3),
+        "median_steps": statistics.median(x["trace_steps"] for x in found) if found else None,
+        "max_steps": max(x["trace_steps"] for x in found) if found else None,
+        "found": len(found),
+    }
+
+
+def time_to_find(previous: type[machines.Machine]) -> list[dict[str, Any]]:
+    """Per quirk, over ten seeds, the time to a shrunk counterexample and its length: the
+    default (Hypothesis's shrink phase, then step deletion, ``kvmodel.traces.minimize``) for
+    this machine and the previous one in the same run, and step deletion alone for this one."""
     rows = []
     for q in quirks_of("kv_manager") + quirks_of("lru_evictor_wallclock"):
-        comp = q.component
-        cfg = {"cleanup_threshold": 50} if comp.startswith("lru") else {"max_capacity": 4}
         row: dict[str, Any] = {"quirk": q.name}
-        for label, hs in (("deletion", False), ("hypothesis_shrink", True)):
-            per_seed = []
-            for seed in SEEDS:
-                r = machines.run(
-                    comp,
-                    config=cfg,
-                    quirks=(q.name, *q.requires),
-                    target=q.breaks,
-                    max_examples=3000,
-                    seed=seed,
-                    hypothesis_shrink=hs,
-                )
-                per_seed.append(
-                    {
-                        "seed": seed,
-                        "found": r.violation is not None,
-                        "invariant": r.violation["invariant"] if r.violation else None,
-                        "seconds": round(r.seconds, 3),
-                        "examples": r.examples,
-                        "trace_steps": len(r.trace["steps"]) if r.trace else None,
-                    }
-                )
-            found = [x for x in per_seed if x["found"]]
-            row[label] = {
-                "seeds": per_seed,
-                "median_seconds": round(statistics.median(x["seconds"] for x in per_seed), 3),
-                "median_steps": statistics.median(x["trace_steps"] for x in found) if found else None,
-                "found": len(found),
-            }
-        d, h = row["deletion"], row["hypothesis_shrink"]
+        row["hypothesis_shrink"] = _find(None, q, True)
+        if q.component == "kv_manager":
+            row["previous_machine_hypothesis_shrink"] = _find(previous, q, True)
+        row["deletion"] = _find(None, q, False)
+        h, d = row["hypothesis_shrink"], row["deletion"]
+        prev = row.get("previous_machine_hypothesis_shrink")
         print(
-            f"  {q.name:<38} deletion {d['median_seconds']:>6.2f}s {d['median_steps']} steps;"
-            f" with Hypothesis's shrink {h['median_seconds']:>6.2f}s {h['median_steps']} steps",
+            f"  {q.name:<38} {h['median_seconds']:>6.2f}s {h['median_steps']} steps"
+            + (f" (previous machine {prev['median_seconds']:.2f}s {prev['median_steps']} steps)" if prev else "")
+            + f"; deletion only {d['median_seconds']:.2f}s {d['median_steps']} steps",
             flush=True,
         )
         rows.append(row)
@@ -152,17 +227,22 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "hypothesis.json"))
     a = ap.parse_args()
-    runs_ours, runs_peer = [], []
+    previous = _previous_machine()
+    runs_ours, runs_prev, runs_peer = [], [], []
     for i in range(a.repeats):
         runs_ours.append(ours(a.examples))
+        runs_prev.append(ours(a.examples, previous))
         p = peer(a.examples)
         if p:
             runs_peer.append(p)
         print(
             f"run {i}: kvmodel {runs_ours[-1]['steps_per_s']:,.0f} steps/s"
+            f" (previous machine {runs_prev[-1]['steps_per_s']:,.0f})"
             + (f", peer {p['steps_per_s']:,.0f} steps/s" if p else ", peer missing"),
             flush=True,
         )
+    cost = choice_cost(a.examples)
+    print(f"one Hypothesis choice: {cost}", flush=True)
 
     def med(rows: list[dict[str, Any]], k: str) -> float:
         return statistics.median(r[k] for r in rows)
@@ -170,7 +250,7 @@ def main() -> int:
     mo = model_only()
     print(f"model + invariants alone: {mo['steps_per_s']:,.0f} steps/s", flush=True)
     print("time to find each quirk:")
-    ttf = time_to_find()
+    ttf = time_to_find(previous)
     result: dict[str, Any] = {
         "benchmark": "hypothesis_throughput",
         "kvmodel_version": __version__,
@@ -185,6 +265,12 @@ def main() -> int:
             "median_examples_per_s": round(med(runs_ours, "examples_per_s"), 1),
             "runs": runs_ours,
         },
+        "previous_kv_machine": {
+            "source": "benchmarks/peers/kv_machine_draws.py (st.data() draws, commit 9bf14ad)",
+            "median_steps_per_s": round(med(runs_prev, "steps_per_s")),
+            "runs": runs_prev,
+        },
+        "choice_cost": cost,
         "peer_anchor_toy_pool": None
         if not runs_peer
         else {
@@ -195,10 +281,13 @@ def main() -> int:
         },
         "model_and_invariants_only": mo,
         "time_to_find": ttf,
-        "median_time_to_find_s": statistics.median(r["deletion"]["median_seconds"] for r in ttf),
-        "median_time_to_find_s_hypothesis_shrink": statistics.median(
-            r["hypothesis_shrink"]["median_seconds"] for r in ttf
+        "median_time_to_find_s": statistics.median(r["hypothesis_shrink"]["median_seconds"] for r in ttf),
+        "median_time_to_find_s_previous_machine": statistics.median(
+            r["previous_machine_hypothesis_shrink"]["median_seconds"]
+            for r in ttf
+            if "previous_machine_hypothesis_shrink" in r
         ),
+        "median_time_to_find_s_deletion_only": statistics.median(r["deletion"]["median_seconds"] for r in ttf),
     }
     if runs_peer:
         result["ratio_steps_per_s_kvmodel_over_peer"] = round(

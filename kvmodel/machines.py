@@ -52,6 +52,12 @@ class Machine(RuleBasedStateMachine):
         self.system: System = make_system(self.component, dict(self.config), self.quirks)
         self.log: list[tuple[str, Any]] = []
 
+    @classmethod
+    def bind(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """Class attributes that depend on the configuration (rules whose strategies do),
+        added to the class :func:`machine_for` builds. None by default."""
+        return {}
+
     def _run(self, op: str, decoded: Any) -> Outcome:
         out = self.system.apply(op, decoded)
         self.log.append((op, out.args_json))
@@ -145,6 +151,7 @@ def machine_for(
         "steps_run": [0],
         "first_failure_at": [],
     }
+    attrs_.update(base.bind(sys_.config))
     return type(f"{base.__name__}_{component}", (base,), attrs_)
 
 

@@ -185,3 +185,25 @@ def test_bad_signal_is_typed_and_leaves_state() -> None:
     with pytest.raises(E.InvalidInput):
         m.process(Use(("x",)))  # type: ignore[arg-type]
     assert m.key() == before
+
+
+def test_every_operation_has_its_manager_call() -> None:
+    """The KV manager system dispatches through one table covering exactly its operations."""
+    from kvmodel.components.kv_manager.system import CALLS, KvManagerSystem
+
+    assert set(CALLS) == set(KvManagerSystem.OPS)
+    s = KvManagerSystem({"max_capacity": 4})
+    assert s.step("process", {"Use": [{"F": 1}, {"F": 2}]}).error is None
+    args = {
+        "probe_new_blocks": {"blocks": [{"F": 1}, {"F": 3}]},
+        "get_prefill_cost": {"unique_blocks": [{"F": 1}, {"F": 3}], "num_input_tokens": 40},
+    }
+    got = {op: s.step(op, args.get(op, {})).result for op in KvManagerSystem.OPS if op != "process"}
+    assert got == {
+        "probe_new_blocks": 1,
+        "current_capacity": 2,
+        "num_active_blocks": 2,
+        "num_inactive_blocks": 0,
+        "get_prefill_cost": {"new_blocks": 1, "new_tokens": 24},
+    }
+    assert s.step("no_such_op", {}).error is not None

@@ -87,3 +87,20 @@ def test_push_front_is_next_to_go() -> None:
     b.push_front("c")
     b.push_front("b")
     assert [b.evict() for _ in range(4)] == ["b", "c", "a", None]
+
+
+def test_every_operation_has_its_evictor_call() -> None:
+    """The LRU systems dispatch through one table: the table covers exactly the operations of
+    the counter rewrite (the wall-clock evictor's are those without ``push_front``), and each
+    operation runs through it."""
+    from kvmodel.components.lru.system import CALLS, LruSystem
+
+    assert set(CALLS) == set(LruSystem.OPS)
+    for comp in ("lru_evictor_wallclock", "lru_evictor_counter"):
+        s = LruSystem(comp)
+        assert set(s.OPS) <= set(CALLS)
+        results = [s.step(op, {"object": 1} if op in ("insert", "push_front", "remove") else {}) for op in s.OPS]
+        assert all(r.error is None for r in results), [(r.op, r.error) for r in results]
+        assert results[-1].result == len(s.model)
+        bad = s.step("no_such_op", {})
+        assert bad.error is not None and "no_such_op" in str(bad.error)

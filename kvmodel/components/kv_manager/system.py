@@ -3,7 +3,7 @@ held-references monitor behind the step interface."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from kvmodel import argspec as A
@@ -68,15 +68,7 @@ class KvManagerSystem(System):
         pre = Before(dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks))
         out = Outcome(op, args_json if args_json is not None else _args_json(op, decoded))
         try:
-            if op == "process":
-                out.result = m.process(decoded)
-            elif op == "probe_new_blocks":
-                out.result = m.probe_new_blocks(decoded)
-            elif op == "get_prefill_cost":
-                nb, nt = m.get_prefill_cost(decoded[0], decoded[1])
-                out.result = {"new_blocks": nb, "new_tokens": nt}
-            else:
-                out.result = getattr(m, op)()
+            out.result = CALLS[op](m, decoded)
         except ModelError as e:
             out.error = e
         out.events = m.drain_events()
@@ -100,6 +92,22 @@ class KvManagerSystem(System):
         c.model = self.model.clone()
         c.monitor = self.monitor.copy()
         return c
+
+
+def _prefill_cost(m: KvManager, decoded: Any) -> dict[str, int]:
+    nb, nt = m.get_prefill_cost(decoded[0], decoded[1])
+    return {"new_blocks": nb, "new_tokens": nt}
+
+
+# each operation of the trace format: the model's method it calls with the decoded arguments
+CALLS: dict[str, Callable[[KvManager, Any], Any]] = {
+    "process": lambda m, d: m.process(d),
+    "probe_new_blocks": lambda m, d: m.probe_new_blocks(d),
+    "current_capacity": lambda m, d: m.current_capacity(),
+    "num_active_blocks": lambda m, d: m.num_active_blocks(),
+    "num_inactive_blocks": lambda m, d: m.num_inactive_blocks(),
+    "get_prefill_cost": _prefill_cost,
+}
 
 
 def _args_json(op: str, decoded: Any) -> Any:

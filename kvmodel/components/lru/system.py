@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kvmodel import argspec as A
@@ -64,17 +64,7 @@ class LruSystem(System):
         obj = decoded.get("object")
         pre = Before(frozenset(self.monitor.order))
         try:
-            if op == "insert":
-                m.insert(obj, decoded.get("clock"))
-            elif op == "push_front":
-                assert isinstance(m, CounterLRU)
-                m.push_front(obj)
-            elif op == "remove":
-                out.result = m.remove(obj)
-            elif op == "evict":
-                out.result = m.evict()
-            else:
-                out.result = len(m)
+            out.result = CALLS[op](m, decoded)
         except ModelError as e:
             out.error = e
         self.monitor.observe(op, obj, out.result, out.error)
@@ -95,3 +85,22 @@ class LruSystem(System):
 
     def key(self) -> Any:
         return (tuple(self.model.order()), self.monitor.key())
+
+
+def _insert(m: WallClockLRU[Any] | CounterLRU[Any], a: dict[str, Any]) -> None:
+    m.insert(a["object"], a.get("clock"))
+
+
+def _push_front(m: WallClockLRU[Any] | CounterLRU[Any], a: dict[str, Any]) -> None:
+    assert isinstance(m, CounterLRU)  # decode rejects it on the wall-clock evictor
+    m.push_front(a["object"])
+
+
+# each operation of the trace format: the evictor's method it calls with the decoded arguments
+CALLS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "insert": _insert,
+    "push_front": _push_front,
+    "remove": lambda m, a: m.remove(a["object"]),
+    "evict": lambda m, a: m.evict(),
+    "len": lambda m, a: len(m),
+}
