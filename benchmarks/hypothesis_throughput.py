@@ -289,6 +289,13 @@ def main() -> int:
         ),
         "median_time_to_find_s_deletion_only": statistics.median(r["deletion"]["median_seconds"] for r in ttf),
     }
+    if len(runs_peer) == len(runs_ours):
+        # each repeat runs ours, the previous machine and the peer back to back: the ratio within
+        # a repeat is robust to the machine's speed drifting between repeats
+        result["median_paired_ratio_kvmodel_over_peer"] = round(
+            statistics.median(o["steps_per_s"] / p["steps_per_s"] for o, p in zip(runs_ours, runs_peer, strict=True)),
+            3,
+        )
     if runs_peer:
         result["ratio_steps_per_s_kvmodel_over_peer"] = round(
             result["kvmodel_kv_manager"]["median_steps_per_s"] / result["peer_anchor_toy_pool"]["median_steps_per_s"],

@@ -5,6 +5,11 @@ conformance targets (the real ``RadixTree``, vLLM's ``BlockPool``) all shrink a 
 of steps the same way: drop one step, re-run, keep the shorter sequence if it still fails, until
 no single step can go. The result is 1-minimal with respect to the predicate. Runs are
 deterministic, so each candidate is one re-run.
+
+A component may also say how two adjacent steps combine into one (``merge``; the KV manager: two
+Uses into one Use of both lists): deletion alone cannot turn "Use 2 blocks, Use 3 blocks" into
+"Use 5 blocks", which Hypothesis's shrinker does only when the block list can grow. A merge is a
+candidate like any other — kept only if it still fails — so it cannot make a non-counterexample.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ def one_minimal(
     *,
     last_first: bool = False,
     pairs_up_to: int = 0,
+    merge: Callable[[T, T], T | None] | None = None,
 ) -> list[T]:
     """Delete single steps while ``still_fails(candidate)`` says the candidate still fails.
 
@@ -33,16 +39,33 @@ def one_minimal(
     With ``pairs_up_to`` > 0, a result of at most that many steps is then also made 2-minimal:
     every pair of steps is tried for deletion (a step that is needed only because another one
     is there — a set-up and the step that undoes it — goes with it), and after a successful pair
-    deletion single deletions are tried again. At most ``n·(n-1)/2`` re-runs per round."""
+    deletion single deletions are tried again. At most ``n·(n-1)/2`` re-runs per round.
+
+    With ``merge``, each pair of adjacent steps that ``merge(a, b)`` combines (it returns ``None``
+    where it does not) is tried as the one combined step, after deletions stop; after a
+    successful merge deletions are tried again."""
     cur = list(steps)
     while True:
         cur = _singles(cur, still_fails, last_first)
-        if len(cur) > pairs_up_to:
-            return cur
-        got = _pairs(cur, still_fails)
+        got = _pairs(cur, still_fails) if len(cur) <= pairs_up_to else None
+        if got is None and merge is not None:
+            got = _merges(cur, still_fails, merge)
         if got is None:
             return cur
         cur = got
+
+
+def _merges(
+    cur: list[T], still_fails: Callable[[list[T]], list[T] | None], merge: Callable[[T, T], T | None]
+) -> list[T] | None:
+    """The first candidate with two adjacent steps merged into one that still fails, or ``None``."""
+    for i in range(len(cur) - 1):
+        m = merge(cur[i], cur[i + 1])
+        if m is not None:
+            got = still_fails([*cur[:i], m, *cur[i + 2 :]])
+            if got is not None:
+                return list(got)
+    return None
 
 
 def _singles(cur: list[T], still_fails: Callable[[list[T]], list[T] | None], last_first: bool) -> list[T]:

@@ -83,7 +83,8 @@ def minimize(
     invariant: str,
 ) -> list[tuple[str, Any]]:
     """Greedy deletion: drop any step whose removal still breaks ``invariant``, then (for at most
-    ``PAIRS_UP_TO`` steps) any pair of steps.
+    ``PAIRS_UP_TO`` steps) any pair of steps, then merge adjacent steps where the component says
+    how (its record's ``merge_steps``).
 
     The result is 1-minimal (2-minimal when short): removing any single remaining step (any
     two) loses the violation.
@@ -110,7 +111,10 @@ def minimize(
         hit = breaks(cand)
         return None if hit is None else cand[: hit + 1]
 
-    return one_minimal(cur[: end + 1], still, last_first=True, pairs_up_to=PAIRS_UP_TO)
+    from kvmodel import components
+
+    merge = components.get(component).merge_steps
+    return one_minimal(cur[: end + 1], still, last_first=True, pairs_up_to=PAIRS_UP_TO, merge=merge)
 
 
 def dumps(trace: dict[str, Any]) -> str:

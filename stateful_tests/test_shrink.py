@@ -62,3 +62,32 @@ def test_pairs_mode_drops_a_set_up_with_the_step_it_enables(xs: list[int], a: in
     assert got == [9]
     # one-step deletion alone stops earlier: [a, b, 9] is 1-minimal
     assert one_minimal([a, b, 9], fails) == [a, b, 9]
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=12), st.integers(1, 12))
+def test_merge_combines_adjacent_steps_deletion_cannot_shorten(xs: list[int], need: int) -> None:
+    """Steps are amounts; a sequence fails when its total reaches ``need``. Deletion alone stops
+    at a set whose every single deletion falls short; merging adjacent steps (their sum) keeps
+    the total, so with a merge the result is one step."""
+    xs = [*xs, need]  # the input fails
+
+    def fails(c: list[int]) -> list[int] | None:
+        return c if sum(c) >= need else None
+
+    plain = one_minimal(xs, fails)
+    assert sum(plain) >= need and all(sum(plain) - x < need for x in plain)
+    merged = one_minimal(xs, fails, merge=lambda a, b: a + b)
+    assert len(merged) == 1 and merged[0] >= need
+
+
+def test_merge_is_tried_only_where_it_is_defined_and_kept_only_when_it_still_fails() -> None:
+    """Deletion stops at two steps of 3 when 5 is needed; the merge (defined only for equal
+    neighbours) makes the one step of 6 that fails; a merge that would not fail is not kept."""
+
+    def fails(c: list[int]) -> list[int] | None:
+        return c if any(x >= 5 for x in c) or c[-2:] == [3, 3] else None
+
+    assert one_minimal([1, 3, 3], fails) == [3, 3]
+    assert one_minimal([1, 3, 3], fails, merge=lambda a, b: a + b if a == b else None) == [6]
+    never = one_minimal([1, 3, 3], lambda c: c if c[-2:] == [3, 3] else None, merge=lambda a, b: a + b)
+    assert never == [3, 3]

@@ -181,3 +181,16 @@ def test_replay_keep_going_on_the_command_line(tmp_path: Path, capsys: pytest.Ca
     assert cli.main(["replay", "--brief", "--keep-going", str(p)]) == 1
     out = capsys.readouterr().out
     assert "2 divergences in all:" in out and "  step 1 process:" in out and "  step 4 probe_new_blocks:" in out
+
+
+def test_the_kv_minimizer_merges_two_uses_into_the_one_that_overflows() -> None:
+    """``use_non_atomic`` at capacity 4: a Use of two new blocks then one of three overflows at
+    the second; no deletion keeps the violation, the merged Use of five does it in one step."""
+    ops = [("process", {"Use": [{"F": 0}, {"F": 1}]}), ("process", {"Use": [{"F": 2}, {"F": 3}, {"F": 4}]})]
+    cfg = {"max_capacity": 4}
+    inv = "kv.router_view_matches_resident"
+    t = traces.record("kv_manager", cfg, ["use_non_atomic"], ops, target=[inv])
+    assert t["violation"] is not None and t["violation"]["step"] == 1
+    got = traces.minimize("kv_manager", cfg, ["use_non_atomic"], ops, inv)
+    assert got == [("process", {"Use": [{"F": 0}, {"F": 1}, {"F": 2}, {"F": 3}, {"F": 4}]})]
+    assert traces.record("kv_manager", cfg, ["use_non_atomic"], got, target=[inv])["violation"]["step"] == 0

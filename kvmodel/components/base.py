@@ -193,6 +193,9 @@ class Component:
     revisions: tuple[Any, ...] = ()
     # the declared invariants and witnesses (``kvmodel.invariants`` reads them from here)
     invariants: Callable[[], tuple[tuple[Any, ...], tuple[Any, ...]]] | None = None
+    # how two adjacent steps of the trace format combine into one, for the trace minimizer
+    # (``kvmodel.shrink.one_minimal``'s ``merge``): ``((op, args), (op, args)) -> (op, args) | None``
+    merge_steps: Callable[[tuple[str, Any], tuple[str, Any]], tuple[str, Any] | None] | None = None
     # the events are the Store/Remove stream a router consumes (``kvmodel show`` adds the router's view)
     router_stream: bool = False
 

@@ -131,6 +131,20 @@ def _contract() -> tuple[Any, str, tuple[str, ...]]:
     return contract.OPERATIONS, contract.EVENTS, contract.MODULES
 
 
+def _merge_steps(a: tuple[str, Any], b: tuple[str, Any]) -> tuple[str, Any] | None:
+    """Two Uses (two Derefs, two Destroys) in a row as one signal of both block lists, for the
+    trace minimizer: one Use of five new blocks where deletion leaves a Use of two and one of
+    three."""
+    (op_a, args_a), (op_b, args_b) = a, b
+    if op_a != "process" or op_b != "process" or not isinstance(args_a, dict) or not isinstance(args_b, dict):
+        return None
+    for kind in ("Use", "Deref", "Destroy"):
+        la, lb = args_a.get(kind), args_b.get(kind)
+        if len(args_a) == len(args_b) == 1 and isinstance(la, list) and isinstance(lb, list):
+            return ("process", {kind: [*la, *lb]})
+    return None
+
+
 COMPONENT = Component(
     name=NAME,
     title="mocker KV manager, single-file era",
@@ -155,5 +169,6 @@ COMPONENT = Component(
     manifest_worlds=_manifest,
     findings=_findings,
     router_stream=True,
+    merge_steps=_merge_steps,
 )
 COMPONENTS = (COMPONENT,)
