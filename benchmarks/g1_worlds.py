@@ -16,7 +16,6 @@ Writes ``benchmarks/results/g1_worlds.json``. Usage: ``python benchmarks/g1_worl
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import platform
 import sys
@@ -24,10 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from explore import peer  # the anchors' toy-pool BFS, as benchmarks/explore.py runs it
+
 from kvmodel import __version__, components, explorer
 
 ROOT = Path(__file__).resolve().parents[1]
-PEER = ROOT.parent / "shared" / "reference" / "examples" / "anchors-bench" / "model.py"
 BUDGET_S = 60.0
 OWNERS = (2, 3, 4)
 CAPACITIES = (4, 5, 6, 7, 8)
@@ -67,26 +69,6 @@ def one(component: str, owners: int, capacity: int, budget: float) -> dict[str, 
         )
     row["states_per_s"] = round(row["states"] / row["seconds"]) if row["seconds"] else None
     return row
-
-
-def peer() -> dict[str, Any] | None:
-    """The anchors' toy pool (N=5, H=6, MAXREF=2) searched by its own plain-Python BFS."""
-    if not PEER.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("anchor_model", PEER)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    t = time.perf_counter()
-    states, trans = mod.bfs(5, 6, 2)
-    dt = time.perf_counter() - t
-    return {
-        "model": "anchors toy pool N=5 H=6 MAXREF=2",
-        "states": states,
-        "transitions": trans,
-        "seconds": round(dt, 3),
-        "states_per_s": round(states / dt),
-    }
 
 
 def main() -> int:
