@@ -2,10 +2,10 @@
 the digits of a mixed-radix number.
 
 Why: Hypothesis pays per choice, not per value — every choice opens a span, walks the choice
-tree and feeds the mutator's span bookkeeping. On this project's machine a rule that draws one
-integer runs at about 9,500 steps/s; each further integer in the rule costs about 40 µs, and a
-list costs a boolean and a span per element (measured in ``benchmarks/hypothesis_throughput.py``,
-section "Packed rule arguments" of ``docs/performance.md``). A rule whose whole argument is one
+tree and feeds the mutator's span bookkeeping. On this project's machine each further integer a
+rule draws costs about 32–36 µs, and a list a boolean and a span per element (``choice_cost`` in
+``benchmarks/hypothesis_throughput.py``; ``docs/performance.md``, "Hypothesis, the KV manager
+machine"). A rule whose whole argument is one
 integer makes one choice however many fields it has.
 
 The layout is declared once (:class:`Layout`), and both the strategy and the reader come from

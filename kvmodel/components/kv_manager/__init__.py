@@ -138,9 +138,11 @@ def _merge_steps(a: tuple[str, Any], b: tuple[str, Any]) -> tuple[str, Any] | No
     (op_a, args_a), (op_b, args_b) = a, b
     if op_a != "process" or op_b != "process" or not isinstance(args_a, dict) or not isinstance(args_b, dict):
         return None
+    if len(args_a) != 1 or len(args_b) != 1:
+        return None
     for kind in ("Use", "Deref", "Destroy"):
         la, lb = args_a.get(kind), args_b.get(kind)
-        if len(args_a) == len(args_b) == 1 and isinstance(la, list) and isinstance(lb, list):
+        if isinstance(la, list) and isinstance(lb, list):
             return ("process", {kind: [*la, *lb]})
     return None
 

@@ -6,7 +6,7 @@ current state: a block code below ``U`` (the full-hash universe, capacity + 2) i
 code in ``U..2U`` picks a block the manager knows (active or inactive), a code from ``2U`` on
 names a partial block ``p0..p{P-1}`` (``P`` = capacity). One choice per step instead of the
 five to twelve the same rules made with ``st.data()`` draws and a bundle of partial names:
-2.2k → 5.3k steps/s (``docs/performance.md``)."""
+about 2.5× the steps/s (``docs/performance.md``)."""
 
 from __future__ import annotations
 
