@@ -78,6 +78,9 @@ class ExploreResult:
     symmetry: bool
     states: int = 0
     transitions: int = 0
+    # the transitions actually run: with symmetry a space may expand one move per class of moves
+    # the state's own symmetries make alike (``move_classes``); ``transitions`` counts them all
+    transitions_run: int = 0
     depth: int = 0
     seconds: float = 0.0
     complete: bool = True
@@ -112,7 +115,9 @@ class ExploreResult:
     def describe(self, max_states: int, paths: dict[str, str]) -> list[str]:
         """The lines ``kvmodel explore`` prints."""
         lines = [
-            f"{self.states} states ({self.concrete_states} without symmetry), {self.transitions} transitions, "
+            f"{self.states} states ({self.concrete_states} without symmetry), {self.transitions} transitions"
+            + ("" if self.transitions_run == self.transitions else f" ({self.transitions_run} run)")
+            + ", "
             f"depth {self.depth}, {self.seconds:.2f}s ({self.states_per_second:,.0f} states/s, "
             f"{self.bytes_per_state:.0f} bytes/state)"
             + (
@@ -148,6 +153,7 @@ class ExploreResult:
             "states": self.states,
             "concrete_states": self.concrete_states,
             "transitions": self.transitions,
+            "transitions_run": self.transitions_run,
             "depth": self.depth,
             "complete": self.complete,
             "stopped_early": self.stopped_early,
@@ -207,6 +213,7 @@ def explore(
     progress: Callable[[int, int, int], None] | None = None,
     stop_on_violation: bool = False,
     until: Iterable[str] | None = None,
+    reduce_moves: bool = True,
 ) -> ExploreResult:
     """Breadth-first search of a component's reachable states in the bounded world ``space``
     (a component's ``Space``: ``kvmodel.components``).
@@ -215,7 +222,12 @@ def explore(
     (``stopped_early``, not ``complete``). Breadth-first order makes each first counterexample a
     shortest one, so nothing the search would still find is shorter. ``kvmodel explore`` passes
     the invariants its quirks break (``Quirk.breaks``); an invariant the world cannot break keeps
-    the search going to its end or its bound."""
+    the search going to its end or its bound.
+
+    With ``symmetry`` and a space that has ``move_classes(state, moves)``, each state expands one
+    move per class of moves its own symmetries make alike, weighted by the class's size in the
+    transition and coverage counts (``reduce_moves=False`` expands every move: the peer of the
+    test that both searches give the same result)."""
     if space is None:
         raise TypeError("explore() needs a space: a component's bounded world")
     sp: Space = space
@@ -225,6 +237,10 @@ def explore(
     res = ExploreResult(sp.component, init.config, sorted(init.quirks), sp.to_json(), symmetry)
     wanted = frozenset(until or ())
     res.until = sorted(wanted)
+    classes: Callable[[System, list[Any]], list[tuple[int, int]]] | None = (
+        getattr(sp, "move_classes", None) if symmetry and reduce_moves else None
+    )
+    every = [(i, 1) for i in range(len(moves))]
     k0 = sp.key(init, symmetry)
     # canonical key -> (parent key, index of the move, depth); the root's parent is None
     parent: dict[Any, tuple[Any, int, int]] = {k0: (None, -1, 0)}
@@ -261,20 +277,22 @@ def explore(
         k, s = queue.popleft()
         d = parent[k][2]
         ok_any = False
-        for mi, move in enumerate(moves):
+        for mi, weight in every if classes is None else classes(s, moves):
+            move = moves[mi]
             kind = sp.move_kind(move)
             c = cov.setdefault(kind, Counter())
             if not sp.allows(s, move):
-                c["disabled"] += 1
+                c["disabled"] += weight
                 continue
             op, decoded, _ = sp.concrete(s, move)
             nxt = s.clone()
             out = nxt.apply(op, decoded)
-            res.transitions += 1
+            res.transitions += weight
+            res.transitions_run += 1
             if out.error is not None:
-                c["rejected"] += 1
+                c["rejected"] += weight
             else:
-                c["ok"] += 1
+                c["ok"] += weight
                 ok_any = True
             for v in out.violations:
                 if v.invariant not in res.violations:

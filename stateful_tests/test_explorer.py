@@ -75,6 +75,42 @@ def test_symmetry_is_sound(entry: dict[str, Any]) -> None:
     assert red.depth == full.depth
 
 
+# the spaces that expand one move per class of moves alike in the state (``move_classes``)
+CLASSED = [e for e in FAST if hasattr(_space(e), "move_classes")]
+_TIMING = ("seconds", "states_per_second", "bytes_per_state", "peak_rss_bytes", "transitions_run")
+
+
+@pytest.mark.parametrize("entry", CLASSED, ids=lambda e: e["name"])
+def test_expanding_one_move_per_class_is_the_same_search(entry: dict[str, Any]) -> None:
+    """With and without the move classes the search is the same: states, counts, coverage,
+    depths, witnesses and every counterexample's steps (each class's first move is the one the
+    full expansion meets first), with fewer transitions run."""
+    sp = _space(entry)
+    a = explorer.explore(entry["config"], entry["quirks"], sp)
+    b = explorer.explore(entry["config"], entry["quirks"], sp, reduce_moves=False)
+    ja, jb = a.to_json(), b.to_json()
+    assert b.transitions_run == b.transitions
+    assert a.transitions_run <= a.transitions
+    for k in _TIMING:
+        ja.pop(k), jb.pop(k)
+    assert ja == jb
+    assert {k: v["trace"] for k, v in a.violations.items()} == {k: v["trace"] for k, v in b.violations.items()}
+
+
+def test_move_classes_run_fewer_transitions_where_ids_are_alike() -> None:
+    """In the empty state every full id is alike: one Use of one full block stands for all."""
+    sp = KvSpace(n_full=4, partials=1)
+    s = sp.system({"max_capacity": 2}, [])
+    moves = sp.moves()
+    classes = sp.move_classes(s, moves)
+    assert sum(w for _, w in classes) == len(moves)
+    assert [i for i, _ in classes] == sorted(i for i, _ in classes)
+    singles = [moves[i] for i, w in classes if type(moves[i]).__name__ == "Use" and len(moves[i].blocks) == 1]
+    assert [b.to_json() for m in singles for b in m.blocks] == [{"F": 0}, {"P": "p0"}]
+    r = explorer.explore({"max_capacity": 2}, [], sp)
+    assert r.transitions_run < r.transitions
+
+
 @pytest.mark.parametrize("quirk", list(QUIRKS.values()), ids=lambda q: q.name)
 def test_catalogue_breakage_sets_are_exactly_what_exhaustive_search_finds(quirk: Any) -> None:
     entry = next(e for e in EXPLORE if e["name"].startswith(f"quirk-{quirk.name}-"))

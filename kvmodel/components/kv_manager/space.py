@@ -94,8 +94,76 @@ class KvSpace:
     def move_kind(self, move: Any) -> str:
         return type(move).__name__
 
+    def move_classes(self, s: System, moves: list[Any]) -> list[tuple[int, int]]:
+        """The moves up to the state's own symmetries, as (index of the first move of each class,
+        size of the class), in index order.
+
+        Two ids with equal signatures (:func:`signatures`) can be swapped without changing the
+        state's key, so a move and its image under the swap lead to states with the same canonical
+        key, are allowed alike and break the same invariants (the reduction of :func:`canonical`
+        rests on the same equivariance). A move's class is its type and, for each id it names, the
+        id's signature and its rank among the distinct ids the move names (``Use([a, a])`` and
+        ``Use([a, b])`` differ). The first move of a class is the one the unreduced search would
+        meet first, so a search that expands only these finds the same parents, depths and
+        counterexamples; the explorer weights each by its class size, so its transition and
+        coverage counts are those of the unreduced expansion."""
+        assert isinstance(s, KvManagerSystem)
+        fulls, parts = signatures(s, self)
+        labels: dict[tuple[bool, Sig], int] = {}
+        lab = [labels.setdefault((False, g), len(labels)) for g in fulls] + [
+            labels.setdefault((True, g), len(labels)) for g in parts
+        ]
+        if len(labels) == len(lab):  # no two ids alike: every class is a single move
+            return [(i, 1) for i in range(len(moves))]
+        width = len(lab) + 1
+        classes: dict[tuple[int, ...], list[int]] = {}
+        for mi, (tag, ids) in enumerate(_move_ids(self, moves)):
+            seen: dict[int, int] = {}
+            form = [tag]
+            for x in ids:
+                if x < 0:
+                    form.append(-1)
+                    continue
+                r = seen.get(x)
+                if r is None:
+                    r = seen[x] = len(seen)
+                form.append(lab[x] * width + r)
+            c = classes.get(tuple(form))
+            if c is None:
+                classes[tuple(form)] = [mi, 1]
+            else:
+                c[1] += 1
+        return [(c[0], c[1]) for c in classes.values()]
+
 
 Sig = tuple[int, int, bool, bool, int]
+
+_TAGS = {Use: 0, Deref: 1, Destroy: 2, Promote: 3}
+_MOVE_IDS: dict[KvSpace, list[tuple[int, tuple[int, ...]]]] = {}
+
+
+def _move_ids(space: KvSpace, moves: list[Any]) -> list[tuple[int, tuple[int, ...]]]:
+    """Each move as (type tag, the ids it names): full ``h`` is ``h``, partial ``p<i>`` is
+    ``n_full + i``, no parent is -1 (built once per space)."""
+    got = _MOVE_IDS.get(space)
+    if got is None or len(got) != len(moves):
+
+        def ix(b: UniqueBlock) -> int:
+            return b.hash if isinstance(b, FullBlock) else space.n_full + int(b.uuid[1:])
+
+        got = []
+        for m in moves:
+            if isinstance(m, Promote):
+                ids: tuple[int, ...] = (
+                    space.n_full + int(m.uuid[1:]),
+                    m.hash,
+                    -1 if m.parent_hash is None else m.parent_hash,
+                )
+            else:
+                ids = tuple(ix(b) for b in m.blocks)
+            got.append((_TAGS[type(m)], ids))
+        _MOVE_IDS[space] = got
+    return got
 
 
 _BLOCKS: dict[tuple[int, int], tuple[list[tuple[int, FullBlock]], list[PartialBlock]]] = {}
