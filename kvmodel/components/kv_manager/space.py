@@ -166,36 +166,43 @@ def _move_ids(space: KvSpace, moves: list[Any]) -> list[tuple[int, tuple[int, ..
     return got
 
 
-_BLOCKS: dict[tuple[int, int], tuple[list[tuple[int, FullBlock]], list[PartialBlock]]] = {}
-
-
-def _universe(space: KvSpace) -> tuple[list[tuple[int, FullBlock]], list[PartialBlock]]:
-    """The space's block objects, built once (hashing fresh attrs objects dominated the search)."""
-    k = (space.n_full, space.partials)
-    if k not in _BLOCKS:
-        _BLOCKS[k] = (
-            [(h, FullBlock(h)) for h in range(space.n_full)],
-            [PartialBlock(f"p{i}") for i in range(space.partials)],
-        )
-    return _BLOCKS[k]
-
-
 def signatures(s: KvManagerSystem, space: KvSpace) -> tuple[list[Sig], list[Sig]]:
-    """Per-id signatures: (refcount, LRU position or -1, resident, in router view, held)."""
+    """Per-id signatures: (refcount, 1 + LRU position or 0 if not inactive, resident, in router
+    view, held) — the bytes of the canonical key.
+
+    Built by walking the model's few entries rather than probing every id (a full block's index
+    is its hash, a partial's its name's number), so no block value is hashed. Only the space's
+    blocks can be in the model (every move names them), which ``ix`` asserts."""
     m, mon = s.model, s.monitor
-    active, res, view, held = m.active, m.all_blocks, mon.view, mon.held
-    pos = {b: i for i, b in enumerate(m.inactive.order())}
-    fb, pb = _universe(space)
-    fulls: list[Sig] = [(active.get(b, 0), pos.get(b, -1), b in res, h in view, held.get(b, 0)) for h, b in fb]
-    parts: list[Sig] = [(active.get(b, 0), pos.get(b, -1), b in res, False, held.get(b, 0)) for b in pb]
-    return fulls, parts
+    nf, n = space.n_full, space.n_full + space.partials
+    rc, pos, held = [0] * n, [0] * n, [0] * n
+    res, view = [False] * n, [False] * n
+
+    def ix(b: UniqueBlock) -> int:
+        i = b.hash if type(b) is FullBlock else nf + int(b.uuid[1:])  # type: ignore[union-attr]
+        assert 0 <= i < n and (i < nf) == (type(b) is FullBlock), f"{b} is not in the space"
+        return i
+
+    for b, c in m.active.items():
+        rc[ix(b)] = c
+    for i, b in enumerate(m.inactive.order(), 1):
+        pos[ix(b)] = i
+    for b in m.all_blocks:
+        res[ix(b)] = True
+    for b, c in mon.held.items():
+        held[ix(b)] = c
+    for h in mon.view:
+        if 0 <= h < nf:
+            view[h] = True
+    sigs = list(zip(rc, pos, res, view, held, strict=True))
+    return sigs[:nf], sigs[nf:]
 
 
 SIG_BYTES = 5
 
 
 def _pack(sigs: Iterable[Sig]) -> bytes:
-    return bytes(x for r, p, a, v, h in sigs for x in (r, p + 1, a, v, h))
+    return bytes(itertools.chain.from_iterable(sigs))
 
 
 def canonical(s: KvManagerSystem, space: KvSpace, symmetry: bool) -> bytes:
