@@ -69,6 +69,16 @@ class NoSymmetry:
         return str(move[0])
 
 
+def owner_canonical(s: Any, owners: int) -> tuple[int, str]:
+    """Request symmetry for a system with ``key_under(perm)`` (its key with request ``o``
+    renamed ``perm[o]``): the least of the keys under every permutation of ``owners`` requests
+    (compared as text: keys mix ``None`` and numbers) and how many distinct keys there are —
+    the size of the state's orbit, so the concrete count stays known. Soundness rests on the
+    model treating requests alike; the test-suite compares the reduced and unreduced searches."""
+    keys = {repr(s.key_under(p)) for p in itertools.permutations(range(owners))}
+    return len(keys), min(keys)
+
+
 @attrs.define
 class ExploreResult:
     component: str

@@ -13,16 +13,38 @@ events are drained into the monitor and the component's invariants are checked o
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Self
 
 from kvmodel import argspec as A
 from kvmodel.invariants import StepContext
+from kvmodel.model.blocks import PartialBlock
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
+
+
+def renaming(perm: tuple[int, ...] | None) -> tuple[Callable[[int], int], Callable[[str], str]]:
+    """The request renaming ``o -> perm[o]`` on request ids and on the partial names their
+    sequences mint (``r<o>.u<n>``, the systems' naming), or the identity."""
+    if perm is None:
+        return (lambda o: o), (lambda u: u)
+    p = perm
+
+    def uuid(u: str) -> str:
+        head, dot, rest = u.partition(".")
+        if not (dot and head[:1] == "r" and head[1:].isdigit()):
+            return u  # not a request's name (the malformed-input moves' fixed names)
+        return f"r{p[int(head[1:])]}{dot}{rest}"
+
+    return (lambda o: p[o]), uuid
+
+
+def renamed_blocks(blocks: Iterable[Any], uuid: Callable[[str], str]) -> tuple[str, ...]:
+    """The blocks' reprs (as the systems' keys hold them), partial names renamed by ``uuid``."""
+    return tuple(repr(PartialBlock(uuid(b.uuid))) if isinstance(b, PartialBlock) else repr(b) for b in blocks)
 
 
 class G1RequestSystem(System):

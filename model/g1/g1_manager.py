@@ -19,7 +19,7 @@ Results are the real ``G1Acquire`` values (``kvmodel.model.g1.acquire``: ``Ready
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from kvmodel.model.blocks import FullBlock, UniqueBlock
@@ -83,6 +83,14 @@ class G1Backend(Protocol):
     def num_inactive_blocks(self) -> int: ...
     def max_capacity(self) -> int: ...
     def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]: ...
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+def _opt(f: Callable[[str], str], x: str | None) -> str | None:
+    return None if x is None else f(x)
 
 
 def _own(res: Any, cls: type) -> None:
@@ -151,8 +159,12 @@ class KvbmArm(_Arm):
     def clone(self) -> KvbmArm:
         return KvbmArm(self.m.clone())
 
-    def key(self) -> tuple[Any, ...]:
-        return tuple(self.m.key())
+    def key(
+        self, owner: Callable[[int], int] | None = None, uuid: Callable[[str], str] | None = None
+    ) -> tuple[Any, ...]:
+        """The manager's key; with ``uuid``, its partial names renamed (the KVBM backend keeps no
+        request ids: ``owner`` is unused)."""
+        return tuple(self.m.key(uuid))
 
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
         return self.m.process(sig)
@@ -196,21 +208,29 @@ class NativeArm(_Arm):
     def clone(self) -> NativeArm:
         return NativeArm(self.m.clone(), self.quirks)
 
-    def key(self) -> tuple[Any, ...]:
-        """The observable state, canonical: copy ids renamed by age, event ids left out."""
+    def key(
+        self, owner: Callable[[int], int] | None = None, uuid: Callable[[str], str] | None = None
+    ) -> tuple[Any, ...]:
+        """The observable state, canonical: copy ids renamed by age, event ids left out; with
+        ``owner`` and ``uuid``, the state with its requests (and the partial names they minted)
+        renamed — the explorer's owner symmetry."""
         m = self.m
         p = m.pool
         rank = {i: k for k, i in enumerate(sorted(p.copies))}
+        o_ = owner or _same
+        u_ = uuid or _same
         return (
             tuple((rank[i], c.hash, c.refs, c.pins) for i, c in sorted(p.copies.items())),
             tuple(sorted((h, tuple(rank[i] for i in ids)) for h, ids in p.by_hash.items())),
             tuple(rank[i] for i in p.inactive),
             p.reserved,
             tuple(
-                (o, tuple((rank[e.copy], e.hash, e.uuid, repr(e.pending)) for e in t))
-                for o, t in sorted(m.tables.items())
+                sorted(
+                    (o_(o), tuple((rank[e.copy], e.hash, _opt(u_, e.uuid), repr(e.pending)) for e in t))
+                    for o, t in m.tables.items()
+                )
             ),
-            tuple(sorted(m.partial_uuids)),
+            tuple(sorted(u_(x) for x in m.partial_uuids)),
         )
 
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:

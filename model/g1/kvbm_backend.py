@@ -39,7 +39,7 @@ Quirks (``g1_kvbm``): with each on, the real behaviour; off, the ideal one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -118,6 +118,10 @@ class _Unwind(Exception):
     def __init__(self, panic: KvbmPanic, release: Any) -> None:
         super().__init__(panic.id)
         self.panic, self.release = panic, release
+
+
+def _renamed(d: dict[str, Any], uuid: Callable[[str], str]) -> list[tuple[str, Any]]:
+    return [(uuid(u), v) for u, v in d.items()]
 
 
 class KvbmKvManager:
@@ -806,10 +810,12 @@ class KvbmKvManager:
             "active_cached_tokens": min(active * self.block_size, num_tokens),
         }
 
-    def key(self) -> Any:
+    def key(self, uuid: Callable[[str], str] | None = None) -> Any:
+        """The state (event ids and the capacity generation left out); ``uuid`` renames the
+        partial names (the explorer's request symmetry)."""
         return (
             self.sub.key(),
-            tuple(sorted(self.active_partial.items())),
+            tuple(sorted(self.active_partial.items() if uuid is None else _renamed(self.active_partial, uuid))),
             tuple((h, e.block, e.plh, e.refs) for h, e in sorted(self.active_full.items())),
             tuple(
                 (p, s.seq_hash, s.block_id, s.parent_hash, s.cacheable, tuple(s.aliases))

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.explorer import NoSymmetry
+from kvmodel.explorer import NoSymmetry, owner_canonical
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
 
@@ -45,6 +45,21 @@ class KvbmSpace(NoSymmetry):
 
     def to_json(self) -> dict[str, int]:
         return {k: int(v) for k, v in attrs.asdict(self).items()}
+
+    def symmetric(self) -> bool:
+        """Whether requests are interchangeable in this world: not when it holds the
+        caching-disabled prompt, whose sequence and PLH hashes are drawn from a generator seeded
+        with the sequence's name (``model/g1/sequence.py``), so renaming a request changes them."""
+        return all(c for _, c in KVBM_PROMPTS[: self.prompts])
+
+    def key(self, s: System, symmetry: bool) -> Any:
+        """With symmetry in a world where requests are interchangeable (:meth:`symmetric`): the
+        least of the state's keys under every renaming of the requests, with the orbit's size
+        (``explorer.owner_canonical``); else the system's key."""
+        return owner_canonical(s, self.owners) if symmetry and self.symmetric() else (1, s.key())
+
+    def orbit(self, key: Any) -> int:
+        return int(key[0])
 
     def cannot_break(self) -> frozenset[str]:
         """Invariants no run of this world breaks, whatever its quirks (``kvmodel explore`` does

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from kvmodel import argspec as A
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.components.g1_requests import G1RequestSystem
+from kvmodel.components.g1_requests import G1RequestSystem, renamed_blocks, renaming
 from kvmodel.invariants.kvbm import Before
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
@@ -298,20 +298,30 @@ class G1KvbmSystem(G1RequestSystem):
         return snap
 
     def key(self) -> Any:
+        return self.key_under(None)
+
+    def key_under(self, perm: tuple[int, ...] | None) -> Any:
+        """The state's key, or (``perm``: request ``o`` becomes ``perm[o]``) the key of the state
+        with its requests and the partial names their sequences minted renamed (the explorer's
+        owner symmetry)."""
+        owner, uuid = renaming(perm)
         reqs = tuple(
-            (
-                o,
-                tuple(s.tokens),
-                s.caching,
-                s.num_allocated_tokens,
-                tuple(map(repr, s.unique)),
-                tuple(map(repr, self.holdings.get(o, []))),
-                o in self.stalled,
+            sorted(
+                (
+                    owner(o),
+                    tuple(s.tokens),
+                    s.caching,
+                    s.num_allocated_tokens,
+                    renamed_blocks(s.unique, uuid),
+                    renamed_blocks(self.holdings.get(o, []), uuid),
+                    o in self.stalled,
+                )
+                for o, s in self.seqs.items()
             )
-            for o, s in sorted(self.seqs.items())
         )
         res = (
             tuple(tuple(r.slots) for r in self.decodes),
-            tuple((o, tuple(r.pinned), tuple(r.unpublished), r.live) for o, r in sorted(self.dest.items())),
+            tuple(sorted((owner(o), tuple(r.pinned), tuple(r.unpublished), r.live) for o, r in self.dest.items())),
         )
-        return (self.model.key(), self.monitor.key(), reqs, res, tuple(sorted(self.uncached)))
+        model = self.model.arm.key(owner, uuid) if perm else self.model.key()
+        return (model, self.monitor.key(), reqs, res, tuple(sorted(self.uncached)))

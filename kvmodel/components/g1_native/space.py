@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.explorer import NoSymmetry
+from kvmodel.explorer import NoSymmetry, owner_canonical
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
 
@@ -36,6 +36,15 @@ class G1Space(NoSymmetry):
 
     def to_json(self) -> dict[str, int]:
         return {k: int(v) for k, v in attrs.asdict(self).items()}
+
+    def key(self, s: System, symmetry: bool) -> Any:
+        """With symmetry, requests are interchangeable (every move ranges over all of them
+        alike): the canonical form is the least of the state's keys under every renaming of the
+        requests, with the number of distinct ones (its orbit's size)."""
+        return owner_canonical(s, self.owners) if symmetry else s.key()
+
+    def orbit(self, key: Any) -> int:
+        return int(key[0])
 
     def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
         from kvmodel.components.g1_native.system import G1System

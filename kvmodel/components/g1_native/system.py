@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from kvmodel import argspec as A
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.components.g1_requests import G1RequestSystem
+from kvmodel.components.g1_requests import G1RequestSystem, renamed_blocks, renaming
 from kvmodel.invariants.g1 import Before
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
@@ -236,12 +236,27 @@ class G1System(G1RequestSystem):
         return snap
 
     def key(self) -> Any:
+        return self.key_under(None)
+
+    def key_under(self, perm: tuple[int, ...] | None) -> Any:
+        """The state's key, or (``perm``: request ``o`` becomes ``perm[o]``) the key of the state
+        with its requests renamed, the partial names their sequences minted (``r<o>.u<n>``) with
+        them: what the explorer's owner symmetry compares."""
+        owner, uuid = renaming(perm)
         reqs = tuple(
-            (o, tuple(s.tokens), s.num_allocated_tokens, self.computed.get(o, 0), tuple(map(repr, s.unique)))
-            for o, s in sorted(self.seqs.items())
+            sorted(
+                (
+                    owner(o),
+                    tuple(s.tokens),
+                    s.num_allocated_tokens,
+                    self.computed.get(o, 0),
+                    renamed_blocks(s.unique, uuid),
+                )
+                for o, s in self.seqs.items()
+            )
         )
         res = (
             tuple((len(r.pool.prefix), r.pool.fresh) for r in self.decodes),
-            tuple((o, tuple(h for h, _ in r.pool.prefix), r.pool.fresh) for o, r in sorted(self.dest.items())),
+            tuple(sorted((owner(o), tuple(h for h, _ in r.pool.prefix), r.pool.fresh) for o, r in self.dest.items())),
         )
-        return (self.model.key(), self.monitor.key(), reqs, res)
+        return (self.model.arm.key(owner, uuid) if perm else self.model.key(), self.monitor.key(), reqs, res)
