@@ -3,12 +3,14 @@ capacities 4-8, native and KVBM backends, ideal model (issue 25, goal 3's table)
 
 Each world is the CLI's default world of its component (``kvmodel explore --component X``: two
 prompts, one decode token per request, a decode reservation of one slot on the native backend)
-with ``--owners N --capacity C``. A search gets ``BUDGET_S`` seconds: past it, the run stops at its
-next progress report (every 5,000 states) and is recorded as not finished with the states it had;
-the larger capacities of the same request count are then not run (recorded as skipped: the
-table's finished rows show the state count growing with capacity). Peer, in the same run: the
-anchors' plain-Python BFS of a toy block pool (``shared/reference/examples/anchors-bench/model.py``),
-the states/s a hand-written tuple-state search reaches on this machine.
+with ``--owners N --capacity C``, with request symmetry (the CLI's default): ``states`` are
+canonical states, ``concrete_states`` the states they stand for (a finished search only). A
+search gets ``BUDGET_S`` seconds: past it, the run stops at its next progress report (every
+5,000 states) and is recorded as not finished with the states it had; the larger capacities of
+the same request count are then not run (recorded as skipped: the table's finished rows show
+the state count growing with capacity). Peer, in the same run: the anchors' plain-Python BFS of
+a toy block pool (``shared/reference/examples/anchors-bench/model.py``), the states/s a
+hand-written tuple-state search reaches on this machine.
 
 Writes ``benchmarks/results/g1_worlds.json``. Usage: ``python benchmarks/g1_worlds.py [--budget S]``.
 """
@@ -62,6 +64,7 @@ def one(component: str, owners: int, capacity: int, budget: float) -> dict[str, 
         row.update(
             finished=res.complete,
             states=res.states,
+            concrete_states=res.concrete_states,
             transitions=res.transitions,
             depth=res.depth,
             seconds=round(res.seconds, 2),

@@ -26,6 +26,7 @@ networkx ``DiGraph`` is built when asked for (``graph=True``).
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 import time
 from collections import Counter, deque
@@ -71,12 +72,34 @@ class NoSymmetry:
 
 def owner_canonical(s: Any, owners: int) -> tuple[int, str]:
     """Request symmetry for a system with ``key_under(perm)`` (its key with request ``o``
-    renamed ``perm[o]``): the least of the keys under every permutation of ``owners`` requests
-    (compared as text: keys mix ``None`` and numbers) and how many distinct keys there are —
-    the size of the state's orbit, so the concrete count stays known. Soundness rests on the
-    model treating requests alike; the test-suite compares the reduced and unreduced searches."""
-    keys = {repr(s.key_under(p)) for p in itertools.permutations(range(owners))}
-    return len(keys), min(keys)
+    renamed ``perm[o]``) and ``owner_signature(o)`` (what request ``o`` alone looks like, the
+    same for a request and its renamed image).
+
+    The requests are renamed in the order of their signatures, and only requests with equal
+    signatures are tried in every order: the canonical form is the least key (compared as text:
+    keys mix ``None`` and numbers) over those renamings. Every state of an orbit tries the same
+    set of images, so the form is canonical; with ``d`` distinct keys among the ``c`` renamings
+    tried, the orbit has ``owners! * d / c`` states (the stabiliser lies among the renamings of
+    equal signatures), so the concrete count stays known. Soundness rests on the model treating
+    requests alike; the test-suite compares reduced and unreduced searches."""
+    sigs = [s.owner_signature(o) for o in range(owners)]
+    order = sorted(range(owners), key=lambda o: sigs[o])
+    groups: list[list[int]] = []
+    for o in order:
+        if groups and sigs[groups[-1][0]] == sigs[o]:
+            groups[-1].append(o)
+        else:
+            groups.append([o])
+    keys: set[str] = set()
+    tried = 0
+    for arrangement in itertools.product(*(itertools.permutations(g) for g in groups)):
+        perm = [0] * owners
+        for new, o in enumerate(itertools.chain.from_iterable(arrangement)):
+            perm[o] = new
+        tried += 1
+        identity = all(i == p for i, p in enumerate(perm))
+        keys.add(repr(s.key() if identity else s.key_under(tuple(perm))))
+    return math.factorial(owners) * len(keys) // tried, min(keys)
 
 
 @attrs.define

@@ -105,6 +105,15 @@ class G1RequestSystem(System):
     def _after(self, pre: Any) -> None:
         """Add what the invariants need from after the step."""
 
+    def owner_signature(self, o: int) -> tuple[Any, ...]:
+        """What request ``o`` alone looks like (its tokens, caching, allocated tokens, whether it
+        is a destination in transfer), without its id: the explorer's request symmetry orders
+        the requests by it (``explorer.owner_canonical``)."""
+        s = self.seqs.get(o)
+        if s is None:
+            return (0, (), False, 0, False)
+        return (1, tuple(s.tokens), bool(s.caching), s.num_allocated_tokens, o in self.dest)
+
     # -- the shared part
     def clone(self) -> Self:
         c = type(self).__new__(type(self))

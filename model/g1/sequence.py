@@ -151,7 +151,10 @@ class NewActiveSequence:
         self.plh_fragments = plh_fragments
         self.caching = bool(enable_prefix_caching)
         self.emit_token_ids = bool(emit_token_ids) and self.caching
-        self._rng = random.Random(f"{seed}:{name}")
+        # the generator is made at its first draw, from the same seed (most sequences never draw:
+        # copying its state dominated the explorer's cloning)
+        self._seed = f"{seed}:{name}"
+        self._gen: random.Random | None = None
         self._uuids = 0
         self.tokens: list[int] = list(tokens)
         self.num_input_tokens = len(self.tokens)
@@ -169,11 +172,19 @@ class NewActiveSequence:
     def copy(self) -> NewActiveSequence:
         c = NewActiveSequence.__new__(NewActiveSequence)
         c.__dict__.update(self.__dict__)
-        c._rng = random.Random()
-        c._rng.setstate(self._rng.getstate())
+        if self._gen is not None:
+            c._gen = random.Random()
+            c._gen.setstate(self._gen.getstate())
         for k in ("tokens", "seq_hashes", "local_hashes", "plhs", "unique"):
             setattr(c, k, list(getattr(self, k)))
         return c
+
+    @property
+    def _rng(self) -> random.Random:
+        """The sequence's seeded generator (seed ``"<seed>:<name>"``), made at its first use."""
+        if self._gen is None:
+            self._gen = random.Random(self._seed)
+        return self._gen
 
     # -- hashing
     def _complete_blocks(self) -> None:
