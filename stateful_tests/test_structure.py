@@ -159,10 +159,77 @@ def test_toy_check_runs_the_matrix_on_every_engine_that_supports_it(
     rows = {(r["engine"], r["check"].split(" (")[0]): r for r in got["results"]}
     assert rc == 0 and got["verdict"] == "pass"
     quirk = "quirk dec_wraps"
-    assert set(rows) == {("explore", "ideal"), ("explore", quirk), ("z3", "ideal"), ("z3", quirk)}
+    assert set(rows) == {(e, k) for e in ("explore", "hypothesis", "z3") for k in ("ideal", quirk)}
     assert rows[("explore", quirk)]["violation"]["invariant"] == "toy.nonnegative"
+    # the machine is generated from the toy's actions
+    assert rows[("hypothesis", quirk)]["violation"]["invariant"] == "toy.nonnegative"
+    assert rows[("hypothesis", "ideal")]["verdict"] == "pass"
     assert rows[("z3", quirk)]["verdict"] == "reproduced" and rows[("z3", "ideal")]["verdict"] == "pass"
     assert [c.kind for c in suite.matrix("toy", "both")] == ["ideal", "quirk"]
+
+
+def test_an_operation_is_declared_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Issue 22: adding an operation to a component built on actions touches its model, its
+    action class and its invariants — here ``reset`` on a variant of the toy, declared in this
+    test alone — and every engine picks it up: the trace format, the explorer, Hypothesis, Z3
+    and the API's workloads."""
+    import attrs
+    import z3
+
+    from kvmodel.actions import Action
+    from kvmodel.invariants import Invariant
+
+    class ResettableCounter(toy_counter.Counter):  # the model
+        def reset(self) -> int:
+            self.value = 0
+            return 0
+
+    @attrs.frozen
+    class Reset(Action):  # the action class
+        op = "reset"
+
+        def run(self, model: ResettableCounter) -> int:
+            return model.reset()
+
+        @classmethod
+        def effect(cls, spec: Any, s: Any, p: Any) -> Any:
+            return z3.BoolVal(True), {"v": z3.IntVal(0)}
+
+    name = "toy_reset"
+    zero = Invariant(  # the invariant
+        "toy.reset_zeroes",
+        name,
+        "step",
+        "After a reset the counter is zero.",
+        lambda c: None if c.op != "reset" or c.error or c.model.value == 0 else f"reset left {c.model.value}",
+    )
+    rec = toy_counter.component(name, ResettableCounter, (*toy_counter.ACTIONS, Reset), (zero,))
+    c = components.register(rec)
+    try:
+        sys_ = c.make_system({"limit": 2}, [])
+        assert sys_.OPS == ("inc", "dec", "reset")
+        sys_.step("inc", {})
+        out = sys_.step("reset", {})
+        assert out.result == 0 and not out.violations and sys_.key() == 0
+        bad = sys_.step("reset", {"to": 3})
+        assert type(bad.error).__name__ == "InvalidInput" and "to" in str(bad.error)
+        # the explorer's world has the reset move, and reaches the same states
+        rc, out_ = _run(["explore", "--component", name, "--ideal", "--json"], capsys)
+        got = json.loads(out_)
+        assert rc == 0 and got["coverage"]["reset"]["ok"] == got["states"] == 3
+        # Z3: the spec's operations are the three actions', and the ideal model is proved
+        spec = c.spec({"limit": 2}, [])  # type: ignore[misc]
+        assert [o.name for o in spec.ts.operations] == ["inc", "dec", "reset"]
+        rc, out_ = _run(["prove", "--component", name, "--json"], capsys)
+        assert rc == 0, out_
+        # Hypothesis: the generated machine has a rule per action, and runs the reset
+        from kvmodel import machines
+
+        res = machines.run(name, config={"limit": 2}, max_examples=30, steps=10)
+        assert res.violation is None and res.steps > 0
+        assert hasattr(machines.machine_class(name), "reset")
+    finally:
+        components.unregister(name)
 
 
 def test_toy_api_finds_an_implementation_that_goes_below_zero(toy: components.Component) -> None:

@@ -1,10 +1,17 @@
 """A toy component for the registry test: a bounded counter with one invariant and one quirk.
 
-Everything a component needs lives here — model, system, bounded world, Z3 spec, invariant,
-witness, quirk and the :class:`~kvmodel.components.Component` record — so that
+Everything a component needs lives here — model, action classes, bounded world, Z3 spec,
+invariant, witness, quirk and the :class:`~kvmodel.components.Component` record — so that
 ``test_structure.py`` can show that registering the record (and its quirk and invariant
 catalogue entries, declared here) is all it takes for ``kvmodel check``, ``explore``,
 ``prove``, ``invariants``, ``quirks`` and the API to pick a component up.
+
+Its operations are typed actions (:mod:`kvmodel.actions`): each is declared once, as a class
+that says how it reads from and writes to a trace, what it does to the model and what it does in
+Z3; the system, the explorer's world, the spec and the Hypothesis machine are built from the
+list. :func:`component` builds the record from a model class, the action classes and the
+invariants, which is how ``test_structure.py`` shows that adding an operation touches those
+three and nothing else.
 
 The counter: ``inc`` adds one up to ``limit`` (then ``Full``), ``dec`` takes one down to 0
 (then ``Empty``). With the quirk ``dec_wraps`` a ``dec`` at 0 goes to -1, which breaks
@@ -13,18 +20,19 @@ The counter: ``inc`` adds one up to ``limit`` (then ``Full``), ``dec`` takes one
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import attrs
 import z3
 
+from kvmodel.actions import Action, Actions, ActionSpace, ActionSystem
 from kvmodel.components import EXPLORE, SPEC, CheckProfile, Component, Option, World
-from kvmodel.explorer import NoSymmetry
-from kvmodel.invariants import Invariant, StepContext, Witness, check_all
-from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.invariants import Invariant, StepContext, Witness
+from kvmodel.model.errors import ModelError
 from kvmodel.model.quirks import Quirk, resolve
-from kvmodel.specs.engine import Operation, Property, State, Step, TransitionSystem
-from kvmodel.systems import Outcome, System, check_config
+from kvmodel.specs.engine import Property, State, Step, TransitionSystem
+from kvmodel.systems import System, check_config
 
 NAME = "toy_counter"
 
@@ -38,9 +46,9 @@ class Empty(ModelError):
 
 
 class Counter:
-    def __init__(self, limit: int, quirks: Iterable[str] | None = None) -> None:
+    def __init__(self, limit: int, quirks: frozenset[str]) -> None:
         self.limit, self.value = limit, 0
-        self.quirks = resolve(NAME, quirks)
+        self.quirks = quirks
 
     def inc(self) -> int:
         if self.value >= self.limit:
@@ -55,37 +63,69 @@ class Counter:
         return self.value
 
 
-class CounterSystem(System):
-    OPS = ("inc", "dec")
+@attrs.frozen
+class Inc(Action):
+    """``inc``: one up, ``Full`` at the limit."""
 
-    def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
-        self.component = NAME
-        self.config = check_config(NAME, config or {}, {"limit": 2})
-        self.quirks = resolve(NAME, quirks)
-        self.model = Counter(self.config["limit"], self.quirks)
+    op = "inc"
+
+    def run(self, model: Counter) -> int:
+        return model.inc()
+
+    @classmethod
+    def effect(cls, spec: Any, s: State, p: State) -> Any:
+        return z3.BoolVal(True), {"v": z3.If(s["v"] < spec.limit, s["v"] + 1, s["v"])}
+
+
+@attrs.frozen
+class Dec(Action):
+    """``dec``: one down, ``Empty`` at 0 (with ``dec_wraps``: down to -1)."""
+
+    op = "dec"
+
+    def run(self, model: Counter) -> int:
+        return model.dec()
+
+    def enabled(self, system: System) -> bool:
+        """Bounded below: with the quirk a ``dec`` at -1 would go on for ever."""
+        return bool(system.model.value >= 0)
+
+    @classmethod
+    def effect(cls, spec: Any, s: State, p: State) -> Any:
+        wraps = "dec_wraps" in spec.quirks
+        return z3.BoolVal(True), {"v": z3.If(s["v"] > 0, s["v"] - 1, s["v"] - 1 if wraps else s["v"])}
+
+
+ACTIONS: tuple[type[Action], ...] = (Inc, Dec)
+
+
+class CounterSystem(ActionSystem):
+    """The counter behind the step interface; its operations are its actions."""
+
+    def __init__(
+        self,
+        config: dict[str, Any] | None = None,
+        quirks: Iterable[str] | None = None,
+        *,
+        name: str = NAME,
+        model: type[Counter] = Counter,
+        actions: Actions | None = None,
+    ) -> None:
+        self.component = name
+        self.ACTIONS = actions or Actions(name, ACTIONS)
+        self.config = check_config(name, config or {}, {"limit": 2})
+        self.quirks = resolve(name, quirks)
+        self._model_cls = model
+        self.model = model(self.config["limit"], self.quirks)
         self.monitor = None
 
-    def decode(self, op: str, args: Any) -> Any:
-        if op not in self.OPS:
-            raise InvalidInput(f"unknown {NAME} operation {op!r} (known: {list(self.OPS)})")
-        if args not in (None, {}):
-            raise InvalidInput(f"{NAME} {op}: takes no arguments, got {args!r:.60}")
-        return {}
-
-    def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
-        out = Outcome(op, args_json if args_json is not None else decoded)
-        pre = {"value": self.model.value}
-        try:
-            out.result = self.model.inc() if op == "inc" else self.model.dec()
-        except ModelError as e:
-            out.error = e
-        ctx = StepContext(self.model, None, op, decoded, out.result, out.error, [], None, pre)
-        out.violations = check_all(NAME, ctx)
-        out.ctx = ctx
-        return out
+    def before(self) -> Any:
+        return {"value": self.model.value}
 
     def clone(self) -> CounterSystem:
-        c = CounterSystem(self.config, self.quirks)
+        c = CounterSystem.__new__(CounterSystem)
+        c.__dict__.update(self.__dict__)
+        c.model = self._model_cls(self.config["limit"], self.quirks)
         c.model.value = self.model.value
         return c
 
@@ -96,45 +136,18 @@ class CounterSystem(System):
         return self.model.value
 
 
-class CounterSpace(NoSymmetry):
-    component = NAME
-
-    def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
-        return CounterSystem(config, list(quirks))
-
-    def moves(self) -> list[Any]:
-        return [("inc",), ("dec",)]
-
-    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
-        return move[0], {}, {}
-
-    def allows(self, s: System, move: Any) -> bool:
-        """Bounded below: with the quirk a ``dec`` at -1 would go on for ever."""
-        return move[0] == "inc" or s.model.value >= 0
-
-    def to_json(self) -> dict[str, int]:
-        return {}
-
-
 class CounterSpec:
-    """The counter as a Z3 transition system over ``v`` (the value), with ``limit`` fixed."""
+    """The counter as a Z3 transition system over ``v`` (the value), with ``limit`` fixed; its
+    operations are the actions' effects."""
 
-    def __init__(self, config: dict[str, Any], quirks: Iterable[str]) -> None:
+    def __init__(self, config: dict[str, Any], quirks: Iterable[str], actions: Actions, name: str = NAME) -> None:
         self.limit = int(config.get("limit", 2))
         self.quirks = frozenset(quirks)
-        wraps = "dec_wraps" in self.quirks
-
-        def inc(s: State, p: State) -> Any:
-            return z3.BoolVal(True), {"v": z3.If(s["v"] < self.limit, s["v"] + 1, s["v"])}
-
-        def dec(s: State, p: State) -> Any:
-            return z3.BoolVal(True), {"v": z3.If(s["v"] > 0, s["v"] - 1, s["v"] - 1 if wraps else s["v"])}
-
         self.ts = TransitionSystem(
-            NAME,
+            name,
             (("v", "int"),),
             lambda s: s["v"] == 0,
-            (Operation("inc", (), inc), Operation("dec", (), dec)),
+            actions.operations(self),
             (Property("toy.nonnegative", lambda s: s["v"] >= 0),),
         )
 
@@ -155,29 +168,55 @@ def _nonnegative(c: StepContext) -> str | None:
     return None if c.model.value >= 0 else f"the value is {c.model.value}"
 
 
-INVARIANTS = (
-    Invariant(
-        "toy.nonnegative", NAME, "state", "The counter never goes below zero.", _nonnegative, witnesses=("toy.w.full",)
-    ),
-)
-WITNESSES = (Witness("toy.w.full", NAME, "The counter reaches its limit.", lambda c: c.result == c.model.limit),)
-QUIRKS = (Quirk("dec_wraps", NAME, "toy", "dec at zero goes to -1", ("toy.nonnegative",)),)
+def invariants(name: str) -> tuple[Invariant, ...]:
+    return (
+        Invariant(
+            "toy.nonnegative",
+            name,
+            "state",
+            "The counter never goes below zero.",
+            _nonnegative,
+            witnesses=("toy.w.full",),
+        ),
+    )
 
-COMPONENT = Component(
-    name=NAME,
-    title="toy counter (the registry test's)",
-    real_code="none: a test fixture",
-    aliases=("toy",),
-    system=lambda config, quirks: CounterSystem(config, quirks),
-    space=CounterSpace,
-    options=(
-        Option("limit", "the counter's limit", (EXPLORE,), lo=1, hi=8, default=2, part="config"),
-        Option("limit", "the counter's limit (spec default 2)", (SPEC,), lo=1, hi=8),
-    ),
-    spec=lambda config, quirks: CounterSpec(config, quirks),
-    universe=lambda world: {"limit": world.config.get("limit", 2)},
-    profile=CheckProfile(explore=World({"limit": 2}, {}), bmc_depth=4),
-    api_space=CounterSpace,
-    invariants=lambda: (INVARIANTS, WITNESSES),
-    quirks=QUIRKS,
-)
+
+def component(
+    name: str = NAME,
+    model: type[Counter] = Counter,
+    actions: Sequence[type[Action]] = ACTIONS,
+    extra_invariants: tuple[Invariant, ...] = (),
+) -> Component:
+    """The toy's record, for a model class, its action classes and invariants beyond
+    ``toy.nonnegative`` (the default: the toy as it is)."""
+    acts = Actions(name, actions)
+
+    def make(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> System:
+        return CounterSystem(config, quirks, name=name, model=model, actions=acts)
+
+    def space(**world: Any) -> ActionSpace:
+        return ActionSpace(name, acts, world, make)
+
+    witnesses = (Witness("toy.w.full", name, "The counter reaches its limit.", lambda c: c.result == c.model.limit),)
+    return Component(
+        name=name,
+        title="toy counter (the registry test's)",
+        real_code="none: a test fixture",
+        aliases=("toy",) if name == NAME else (),
+        system=make,
+        space=space,
+        options=(
+            Option("limit", "the counter's limit", (EXPLORE,), lo=1, hi=8, default=2, part="config"),
+            Option("limit", "the counter's limit (spec default 2)", (SPEC,), lo=1, hi=8),
+        ),
+        spec=lambda config, quirks: CounterSpec(config, quirks, acts, name),
+        universe=lambda world: {"limit": world.config.get("limit", 2)},
+        profile=CheckProfile(explore=World({"limit": 2}, {}), bmc_depth=4),
+        api_space=space,
+        machine=lambda: acts.machine(f"{name}_machine", {}, {"limit": 2}),
+        invariants=lambda: (invariants(name) + extra_invariants, witnesses),
+        quirks=(Quirk("dec_wraps", name, "toy", "dec at zero goes to -1", ("toy.nonnegative",)),),
+    )
+
+
+COMPONENT = component()
