@@ -216,7 +216,7 @@ def _witnesses(component: str) -> tuple[Witness, ...]:
             "lru.w.reinsert",
             component,
             "An object that is live is inserted again (recency refreshed).",
-            lambda c: c.op == "insert" and c.args.get("object") in c.pre.live,
+            lambda c: c.op == "insert" and getattr(c.args, "object", None) in c.pre.live,
         ),
         Witness(
             "lru.w.remove_live",

@@ -69,6 +69,11 @@ class Action:
         return True
 
     @classmethod
+    def params(cls, spec: Any) -> tuple[tuple[str, str], ...]:
+        """The Z3 parameters in ``spec``'s world (``PARAMS`` unless the world changes them)."""
+        return cls.PARAMS
+
+    @classmethod
     def effect(cls, spec: Any, s: Any, p: Any) -> Any:
         """The Z3 step ``(guard, updates)`` over state ``s`` and parameters ``p``; ``spec`` is
         the component's spec object (its constants and quirks)."""
@@ -106,7 +111,7 @@ class Actions:
         for c in self.classes:
             if "effect" not in vars(c):
                 continue
-            out.append(Operation(c.op, c.PARAMS, _bound(c, spec)))  # type: ignore[arg-type]
+            out.append(Operation(c.op, c.params(spec), _bound(c, spec)))  # type: ignore[arg-type]
         return tuple(out)
 
     def machine(self, name: str, world: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> type:
@@ -148,7 +153,7 @@ class ActionSystem(System):
     step invariants need from before the step (:meth:`before`) and feed its monitor
     (:meth:`observe`)."""
 
-    ACTIONS: ClassVar[Actions]
+    ACTIONS: Actions  # a class attribute or, where the component varies, the instance's
 
     @property
     def OPS(self) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ import z3
 
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.quirks import validate
-from kvmodel.specs.engine import Effect, Operation, Property, State, Step, TransitionSystem
+from kvmodel.specs.engine import Effect, Property, State, Step, TransitionSystem
 
 WALL = "lru_evictor_wallclock"
 COUNTER = "lru_evictor_counter"
@@ -359,15 +359,12 @@ class LruSpec:
         return s["clock"] if "equal_timestamp_stale_entry" in self.quirks else s["n"]
 
     def _build(self) -> TransitionSystem:
-        ops = [
-            Operation("insert", (("o", "int"), ("tick", "int")) if self.wall else (("o", "int"),), self._insert),
-            Operation("remove", (("o", "int"),), self._remove),
-            Operation("evict", (), self._evict),
-            Operation("len", (), self._len),
-        ]
-        if not self.wall:
-            ops.append(Operation("push_front", (("o", "int"),), self._push_front))
-        return TransitionSystem(self.component, self.variables(), self.init, tuple(ops), self.properties(), self.width)
+        # the operations are the evictor's action classes' (kvmodel/components/lru/actions.py),
+        # each effect one of the methods below
+        from kvmodel.components.lru.actions import ACTIONS
+
+        ops = ACTIONS[self.component].operations(self)
+        return TransitionSystem(self.component, self.variables(), self.init, ops, self.properties(), self.width)
 
     # ------------------------------------------------------------------ to and from the executable model
 

@@ -62,6 +62,40 @@ def test_each_seeded_bug_gives_a_short_counterexample_that_replays(bug: str, tmp
     assert cli.main(["replay", str(p)]) == 0
 
 
+class _WrongAtThreeBlocks:
+    """The worked example, wrong from the step at which three distinct blocks have been Used."""
+
+    name = "wrong-at-three-blocks"
+
+    def __init__(self) -> None:
+        self.inner = EX.MyAdapter()
+        self.seen: set[str] = set()
+
+    def reset(self, config: dict[str, object]) -> None:
+        self.seen = set()
+        self.inner.reset(config)
+
+    def step(self, op: str, args: object) -> dict[str, object]:
+        out = dict(self.inner.step(op, args))
+        if op == "process" and isinstance(args, dict) and "Use" in args:
+            self.seen |= {str(b) for b in args["Use"]}
+            if len(self.seen) >= 3 and "error" not in out:
+                out["returns"] = "wrong"
+        return out
+
+
+def test_the_differential_minimizer_merges_steps_where_the_component_says_how(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A divergence that needs three blocks Used comes out as one Use where two Uses merge into
+    one (the KV manager's ``merge_steps``), never longer than without merging."""
+    import kvmodel.conformance.differential as differential
+
+    merged = [api.check_implementation(_WrongAtThreeBlocks(), "kv_manager", seed=s).ops for s in range(4)]
+    monkeypatch.setattr(differential, "_merge_of", lambda component: None)
+    plain = [api.check_implementation(_WrongAtThreeBlocks(), "kv_manager", seed=s).ops for s in range(4)]
+    assert all(m is not None and p is not None and len(m) <= len(p) for m, p in zip(merged, plain, strict=True))
+    assert merged[0] is not None and plain[0] is not None and len(merged[0]) == 1 < len(plain[0])
+
+
 LRU = _example("my_lru")
 
 

@@ -89,18 +89,22 @@ def test_push_front_is_next_to_go() -> None:
     assert [b.evict() for _ in range(4)] == ["b", "c", "a", None]
 
 
-def test_every_operation_has_its_evictor_call() -> None:
-    """The LRU systems dispatch through one table: the table covers exactly the operations of
-    the counter rewrite (the wall-clock evictor's are those without ``push_front``), and each
-    operation runs through it."""
-    from kvmodel.components.lru.system import CALLS, LruSystem
+def test_every_operation_is_one_action_class() -> None:
+    """The LRU systems' operations are their action classes (``kvmodel.components.lru.actions``):
+    the counter rewrite has ``push_front``, the wall-clock evictor not; each runs through its
+    class, and an action's JSON is what the trace format records."""
+    from kvmodel.components.lru.actions import ACTIONS, Insert
+    from kvmodel.components.lru.system import LruSystem
 
-    assert set(CALLS) == set(LruSystem.OPS)
+    assert ACTIONS["lru_evictor_counter"].ops == ("insert", "push_front", "remove", "evict", "len")
+    assert ACTIONS["lru_evictor_wallclock"].ops == ("insert", "remove", "evict", "len")
+    assert Insert(3).to_json() == {"object": 3} and Insert("a", 7).to_json() == {"object": "a", "clock": 7}
     for comp in ("lru_evictor_wallclock", "lru_evictor_counter"):
         s = LruSystem(comp)
-        assert set(s.OPS) <= set(CALLS)
+        assert s.OPS == ACTIONS[comp].ops
         results = [s.step(op, {"object": 1} if op in ("insert", "push_front", "remove") else {}) for op in s.OPS]
         assert all(r.error is None for r in results), [(r.op, r.error) for r in results]
         assert results[-1].result == len(s.model)
+        assert type(results[0].ctx.args).__name__ == "Insert"  # type: ignore[union-attr]
         bad = s.step("no_such_op", {})
         assert bad.error is not None and "no_such_op" in str(bad.error)

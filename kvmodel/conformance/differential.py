@@ -228,8 +228,11 @@ def minimize(
     *,
     call: Callable[..., Any] | None = None,
     normalize: Normalize | None = None,
+    merge: Callable[[Action, Action], Action | None] | None = None,
 ) -> list[Action]:
-    """Drop every step whose removal keeps a divergence (1-minimal, :func:`kvmodel.shrink.one_minimal`);
+    """Drop every step whose removal keeps a divergence (1-minimal, :func:`kvmodel.shrink.one_minimal`;
+    with ``merge``, the component's way of combining two adjacent steps, pairs merged into one
+    are tried as well, each kept only if the divergence stays);
     a candidate goes on as the steps it ran up to its divergence. ``normalize(config, candidate)``
     turns a candidate into the steps it stands for (a dropped step may leave a later one naming nothing); a candidate
     the model rejects as malformed is skipped, and so is one that only times out."""
@@ -244,7 +247,17 @@ def minimize(
             return None
         return cand[: d.step + 1] if d is not None and d.what != "timeout" else None
 
-    return one_minimal(actions, still)
+    return one_minimal(actions, still, merge=merge)
+
+
+def _merge_of(component: str) -> Callable[[Action, Action], Action | None] | None:
+    """The component's ``merge_steps`` (``Component``), if it is a registered component."""
+    from kvmodel import components
+
+    try:
+        return components.get(component).merge_steps
+    except components.UnknownComponent:  # a report named after no registered component
+        return None
 
 
 @attrs.define
@@ -402,7 +415,8 @@ def run(
         config, ops, _ = min(found, key=lambda f: measure((f[0], f[1])))
         d: Divergence | None = None
         if not getattr(caller, "stuck", False):
-            ops = minimize(model, impl, config, ops, compare, call=caller, normalize=normalize)
+            merge = _merge_of(report.component)
+            ops = minimize(model, impl, config, ops, compare, call=caller, normalize=normalize, merge=merge)
             d, _ = differential(model, impl, config, ops, compare, call=caller)
         if d is None:  # seen, but not when re-run: flaky (or the adapter hung)
             report.flaky = first[2].what != "timeout"

@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 
+from kvmodel.actions import Action
+from kvmodel.components.lru.actions import Evict, Insert, PushFront, Remove
 from kvmodel.components.lru.system import LruSystem
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.lru import WallClockLRU
@@ -45,16 +47,17 @@ class LruSpace:
         return out
 
     def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
+        """The move's action in state ``s`` (the wall-clock insert at the evictor's clock plus the
+        move's tick), with its trace-format arguments."""
         op, obj, tick = move
-        if op == "evict":
-            return op, {}, {}
-        args: dict[str, Any] = {"object": obj}
+        if op == "insert" and self.component == "lru_evictor_counter" and tick:
+            return "insert", None, None  # the counter evictor has no clock: one insert move suffices
         if op == "insert" and self.component == "lru_evictor_wallclock":
             assert isinstance(s.model, WallClockLRU)
-            args["clock"] = s.model.clock + tick
-        elif op == "insert" and tick:
-            return "insert", None, None  # the counter evictor has no clock: one insert move suffices
-        return op, args, dict(args)
+            action: Action = Insert(obj, s.model.clock + tick)
+        else:
+            action = Evict() if obj is None else {"insert": Insert, "remove": Remove, "push_front": PushFront}[op](obj)
+        return op, action, action.to_json()
 
     def allows(self, s: System, move: Any) -> bool:
         """The counter evictor has no clock tick; and the wall-clock evictor's lazy queue is
