@@ -187,11 +187,16 @@ def test_bad_signal_is_typed_and_leaves_state() -> None:
     assert m.key() == before
 
 
-def test_every_operation_has_its_manager_call() -> None:
-    """The KV manager system dispatches through one table covering exactly its operations."""
-    from kvmodel.components.kv_manager.system import CALLS, KvManagerSystem
+def test_every_operation_is_one_action_class() -> None:
+    """The KV manager system's operations are its action classes
+    (``kvmodel.components.kv_manager.actions``); each runs through its class, and an action's
+    JSON is the trace format's (a ``process`` step's is its signal's)."""
+    from kvmodel.components.kv_manager.actions import ACTIONS, ProbeNewBlocks, Process
+    from kvmodel.components.kv_manager.system import KvManagerSystem
 
-    assert set(CALLS) == set(KvManagerSystem.OPS)
+    assert KvManagerSystem.OPS == ACTIONS.ops
+    assert Process(Use((FullBlock(1),))).to_json() == {"Use": [{"F": 1}]}
+    assert ACTIONS.decode("probe_new_blocks", {"blocks": [{"F": 2}]}) == ProbeNewBlocks((FullBlock(2),))
     s = KvManagerSystem({"max_capacity": 4})
     assert s.step("process", {"Use": [{"F": 1}, {"F": 2}]}).error is None
     args = {

@@ -15,6 +15,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from kvmodel.components.kv_manager.actions import CurrentCapacity, ProbeNewBlocks
 from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.machines import Machine, WrongError
 from kvmodel.model import errors as E
@@ -186,10 +187,10 @@ class KvManagerMachine(Machine):
     @rule(data=st.data())
     def probe(self, data: st.DataObject) -> None:
         blocks = [data.draw(self.fulls(), label="full") for _ in range(self._draw_len(data, 0, 3))]
-        out = self._run("probe_new_blocks", tuple(blocks))
+        out = self._run("probe_new_blocks", ProbeNewBlocks(tuple(blocks)))
         m = self.system.model
         assert out.result == sum(1 for b in blocks if b not in m.all_blocks)
-        self._run("current_capacity", None)
+        self._run("current_capacity", CurrentCapacity())
 
     @rule(
         args=st.sampled_from(

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
+from kvmodel.components.kv_manager.actions import CurrentCapacity, ProbeNewBlocks
 from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.machines import Machine, WrongError
 from kvmodel.model import errors as E
@@ -184,10 +185,10 @@ class KvManagerMachine(Machine):
     def _probe(self, code: Any) -> None:
         f = self.layouts.probe.read(code)
         blocks = tuple(FullBlock(c) for c in f["blocks"][: f["n"]])
-        out = self._run("probe_new_blocks", blocks)
+        out = self._run("probe_new_blocks", ProbeNewBlocks(blocks))
         m = self.system.model
         assert out.result == sum(1 for b in blocks if b not in m.all_blocks)
-        self._run("current_capacity", None)
+        self._run("current_capacity", CurrentCapacity())
 
     @rule(args=st.sampled_from(MALFORMED))
     def malformed(self, args: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from kvmodel.components.kv_manager.actions import Process
 from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
 from kvmodel.model.errors import InvalidInput, require_naturals
@@ -78,7 +79,7 @@ class KvSpace:
 
     def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
         """(op, decoded arguments, JSON arguments) of a move in state ``s``."""
-        return "process", move, move.to_json()
+        return "process", Process(move), move.to_json()
 
     def allows(self, s: System, move: Any) -> bool:
         assert isinstance(s, KvManagerSystem)
