@@ -127,12 +127,21 @@ def test_remove_handle_is_load_bearing() -> None:
     """§6 #21: were ``remove_handle`` to disarm, ``remove_handle; drop(ph); drop(arc)`` would Remove a
     block that was never Registered — the catalogue's stream invariant catches that variant."""
 
-    class Disarming(RegistrySystem):
-        def _call(self, op: str, a: dict[str, Any]) -> Any:
-            out = super()._call(op, a)
-            if op == "remove_handle":
-                self.model.values[a["publish_handle"]].armed = False  # type: ignore[union-attr]
+    import attrs
+
+    from kvmodel.components.registry.actions import RemoveHandle
+
+    @attrs.frozen
+    class DisarmingRemove(RemoveHandle):
+        def run(self, model: Any) -> Any:
+            out = super().run(model)
+            model.values[self.publish_handle].armed = False
             return out
+
+    class Disarming(RegistrySystem):
+        def decode(self, op: str, args: Any) -> Any:
+            a = super().decode(op, args)
+            return DisarmingRemove(a.publish_handle, a.as_) if isinstance(a, RemoveHandle) else a
 
     steps = [
         ("state_from_reset_apply_token_block", {"as": "s", "block": {"hash": 3}}),
@@ -182,11 +191,16 @@ def test_hypothesis_lengths_against_the_bfs_minimum() -> None:
         assert len(res.trace["steps"]) <= 2 * bfs.violations[inv]["depth"], q.name
 
 
-def test_every_operation_has_its_model_call_and_nothing_else_does() -> None:
-    """The system dispatches through one table (no chain of name tests): the table and the
-    operations are the same set, and a name outside it is rejected before any call."""
-    from kvmodel.components.registry.system import CALLS
+def test_every_operation_is_one_action_class_and_nothing_else_is() -> None:
+    """The system's operations are its action classes (``kvmodel.components.registry.actions``):
+    a name outside them is rejected before any call; an action's JSON is exactly the keys the
+    caller gave (an explicit ``null`` kept, an absent optional key left out)."""
+    from kvmodel.components.registry.actions import ABSENT, ACTIONS, NewState, RegisterBlock
 
-    assert set(CALLS) == set(RegistrySystem.OPS)
+    assert RegistrySystem.OPS == ACTIONS.ops and len(ACTIONS.ops) == 21
     out = RegistrySystem().step("no_such_op", {})
     assert out.error is not None and "no_such_op" in str(out.error)
+    a = ACTIONS.decode("register_block", {"registry": "device0", "state": "s0", "as": None})
+    assert a == RegisterBlock("device0", "s0", None, ABSENT)
+    assert a.to_json() == {"registry": "device0", "state": "s0", "as": None}
+    assert ACTIONS.decode("new_state", {}).to_json() == {} and NewState("x").to_json() == {"as": "x"}

@@ -1,0 +1,370 @@
+"""The KVBM block registry's operations as typed actions (:mod:`kvmodel.actions`).
+
+dynamo-llm 1.0.2 (``lib/llm/src/block_manager/block/registry.rs``, ``block/state.rs``,
+``events.rs``; seed 004): registries, the caller's block states, ``register_block``, publish
+handles and publishers, dropping a value (the Rust ``Drop`` of whatever it names), a registry
+task's ``drain`` and ``is_registered``. The caller names the values it holds (``as``; ``None``
+or absent is an unnamed temporary), and the actions name them back. The JSON keys are the trace
+format's; ``as`` is the field ``as_``. Every action is checked as a whole before the model is
+touched (unknown or missing keys, names, blocks), in the order the trace format has always
+reported them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from kvmodel import argspec as A
+from kvmodel.actions import Action, Actions
+from kvmodel.model.errors import InvalidInput
+from kvmodel.model.registry import Block, block_from_json
+
+NAME = "kvbm_block_registry"
+# the keys that name a value the caller holds
+_NAMED = frozenset({"as", "state", "registry", "publisher", "publish_handle", "value", "global_registry"})
+
+
+class _Absent:
+    """An optional key the caller left out (distinct from an explicit ``null``)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+def _or(v: Any, default: Any) -> Any:
+    """The key's value, or the Rust default the model takes where the caller left it out."""
+    return default if v is ABSENT else v
+
+
+class RegistryAction(Action):
+    """What every registry action shares: its required and optional keys, the checks on them,
+    and the JSON with ``as`` for the field ``as_``: exactly the keys the caller gave (an optional
+    field left out is :data:`ABSENT`)."""
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_json(cls, component: str, args: Any) -> Action:
+        op = cls.op
+        args = {} if args is None else args
+        if not isinstance(args, dict):
+            raise InvalidInput(f"{op} arguments must be an object, got {args!r:.60}")
+        known = set(cls.REQUIRED) | set(cls.OPTIONAL)
+        for k in args:
+            if k not in known:
+                raise InvalidInput(f"{component} {op}: unknown argument {k!r:.40} (known: {sorted(known) or 'none'})")
+        for k in cls.REQUIRED:
+            if k not in args:
+                raise InvalidInput(f"{op} needs {k!r}")
+        for k in _NAMED & set(args):
+            if not (args[k] is None and k == "as"):
+                A.name(args[k], f"{component} {op}: {k}")
+        out = dict(args)
+        if "block" in out:
+            out["block"] = block_from_json(out["block"])
+        cls.check(out)
+        return cls(**{("as_" if k == "as" else k): v for k, v in out.items()})
+
+    @classmethod
+    def check(cls, a: dict[str, Any]) -> None:
+        """The operation's own checks on its decoded arguments (none by default)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in attrs.fields(type(self)):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            k = "as" if f.name == "as_" else f.name
+            if v is ABSENT:
+                continue
+            out[k] = v.to_json() if isinstance(v, Block) else v
+        return out
+
+
+@attrs.frozen
+class NewRegistry(RegistryAction):
+    op = "new_registry"
+    REQUIRED = ("as",)
+    OPTIONAL = ("tier", "global_registry")
+    as_: str
+    tier: str | None = ABSENT
+    global_registry: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.new_registry(self.as_, _or(self.tier, "Device"), _or(self.global_registry, "G"))
+
+
+@attrs.frozen
+class NewState(RegistryAction):
+    op = "new_state"
+    OPTIONAL = ("as",)
+    as_: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.new_state(_or(self.as_, None))
+
+
+@attrs.frozen
+class StateFromResetApplyTokenBlock(RegistryAction):
+    op = "state_from_reset_apply_token_block"
+    REQUIRED = ("block",)
+    OPTIONAL = ("as",)
+    block: Block
+    as_: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.state_from_block(_or(self.as_, None), self.block)
+
+
+@attrs.frozen
+class ApplyTokenBlock(RegistryAction):
+    op = "apply_token_block"
+    REQUIRED = ("state", "block")
+    state: str
+    block: Block
+
+    def run(self, model: Any) -> Any:
+        return model.apply_token_block(self.state, self.block)
+
+
+@attrs.frozen
+class InitializeSequence(RegistryAction):
+    op = "initialize_sequence"
+    REQUIRED = ("state", "page_size")
+    OPTIONAL = ("salt",)
+    state: str
+    page_size: Any
+    salt: Any = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.initialize_sequence(self.state, self.page_size, _or(self.salt, 0))
+
+
+@attrs.frozen
+class AddToken(RegistryAction):
+    op = "add_token"
+    REQUIRED = ("state", "token")
+    state: str
+    token: Any
+
+    def run(self, model: Any) -> Any:
+        return model.add_token(self.state, self.token)
+
+
+@attrs.frozen
+class AddTokens(RegistryAction):
+    op = "add_tokens"
+    REQUIRED = ("state", "tokens")
+    state: str
+    tokens: Any
+
+    @classmethod
+    def check(cls, a: dict[str, Any]) -> None:
+        if not isinstance(a["tokens"], list):
+            raise InvalidInput(f"tokens must be a list, got {a['tokens']!r}")
+
+    def run(self, model: Any) -> Any:
+        return model.add_tokens(self.state, self.tokens)
+
+
+@attrs.frozen
+class PopToken(RegistryAction):
+    op = "pop_token"
+    REQUIRED = ("state",)
+    state: str
+
+    def run(self, model: Any) -> Any:
+        return model.pop_token(self.state)
+
+
+@attrs.frozen
+class PopTokens(RegistryAction):
+    op = "pop_tokens"
+    REQUIRED = ("state", "count")
+    state: str
+    count: Any
+
+    def run(self, model: Any) -> Any:
+        return model.pop_tokens(self.state, self.count)
+
+
+@attrs.frozen
+class Commit(RegistryAction):
+    op = "commit"
+    REQUIRED = ("state",)
+    state: str
+
+    def run(self, model: Any) -> Any:
+        return model.commit(self.state)
+
+
+@attrs.frozen
+class StateQuery(RegistryAction):
+    op = "state_query"
+    REQUIRED = ("state", "query")
+    state: str
+    query: Any
+
+    def run(self, model: Any) -> Any:
+        return model.state_query(self.state, self.query)
+
+
+@attrs.frozen
+class RegisterBlock(RegistryAction):
+    op = "register_block"
+    REQUIRED = ("registry", "state")
+    OPTIONAL = ("as", "event_hashes")
+    registry: str
+    state: str
+    as_: str | None = ABSENT
+    event_hashes: Any = ABSENT
+
+    @classmethod
+    def check(cls, a: dict[str, Any]) -> None:
+        eh = a.get("event_hashes")
+        if eh is not None and (not isinstance(eh, list) or len(eh) != 2):
+            raise InvalidInput(f"event_hashes must be [hash|null, parent|null], got {eh!r}")
+
+    def run(self, model: Any) -> Any:
+        eh = _or(self.event_hashes, None)
+        hashes = None if eh is None else (eh[0], eh[1])
+        return model.register_block(self.registry, self.state, _or(self.as_, None), hashes)
+
+
+@attrs.frozen
+class CreatePublishHandle(RegistryAction):
+    op = "create_publish_handle"
+    REQUIRED = ("block",)
+    OPTIONAL = ("as", "tier")
+    block: Block
+    as_: str | None = ABSENT
+    tier: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.create_publish_handle(_or(self.as_, None), self.block, _or(self.tier, "Device"))
+
+
+@attrs.frozen
+class RemoveHandle(RegistryAction):
+    op = "remove_handle"
+    REQUIRED = ("publish_handle",)
+    OPTIONAL = ("as",)
+    publish_handle: str
+    as_: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.remove_handle(self.publish_handle, _or(self.as_, None))
+
+
+@attrs.frozen
+class NewPublisher(RegistryAction):
+    op = "new_publisher"
+    OPTIONAL = ("as",)
+    as_: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.new_publisher(_or(self.as_, None))
+
+
+@attrs.frozen
+class TakeHandle(RegistryAction):
+    op = "take_handle"
+    REQUIRED = ("publisher", "publish_handle")
+    OPTIONAL = ("as",)
+    publisher: str
+    publish_handle: str
+    as_: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.take_handle(self.publisher, self.publish_handle, _or(self.as_, None))
+
+
+@attrs.frozen
+class Publish(RegistryAction):
+    op = "publish"
+    REQUIRED = ("publisher",)
+    publisher: str
+
+    def run(self, model: Any) -> Any:
+        return model.publish(self.publisher)
+
+
+@attrs.frozen
+class ClonePublisher(RegistryAction):
+    op = "clone_publisher"
+    REQUIRED = ("publisher",)
+    OPTIONAL = ("as",)
+    publisher: str
+    as_: str | None = ABSENT
+
+    def run(self, model: Any) -> Any:
+        return model.clone_publisher(self.publisher, _or(self.as_, None))
+
+
+@attrs.frozen
+class Drop(RegistryAction):
+    op = "drop"
+    REQUIRED = ("value",)
+    value: str
+
+    def run(self, model: Any) -> Any:
+        return model.drop(self.value)
+
+
+@attrs.frozen
+class Drain(RegistryAction):
+    op = "drain"
+    REQUIRED = ("registry",)
+    registry: str
+
+    def run(self, model: Any) -> Any:
+        return model.drain(self.registry)
+
+
+@attrs.frozen
+class IsRegistered(RegistryAction):
+    op = "is_registered"
+    REQUIRED = ("registry", "hash")
+    registry: str
+    hash: Any
+
+    @classmethod
+    def check(cls, a: dict[str, Any]) -> None:
+        if isinstance(a["hash"], bool) or not isinstance(a["hash"], int):
+            raise InvalidInput(f"hash must be an integer, got {a['hash']!r}")
+
+    def run(self, model: Any) -> Any:
+        return model.is_registered(self.registry, self.hash)
+
+
+ACTIONS = Actions(
+    NAME,
+    (
+        NewRegistry,
+        NewState,
+        StateFromResetApplyTokenBlock,
+        ApplyTokenBlock,
+        InitializeSequence,
+        AddToken,
+        AddTokens,
+        PopToken,
+        PopTokens,
+        Commit,
+        StateQuery,
+        RegisterBlock,
+        CreatePublishHandle,
+        RemoveHandle,
+        NewPublisher,
+        TakeHandle,
+        Publish,
+        ClonePublisher,
+        Drop,
+        Drain,
+        IsRegistered,
+    ),
+)
