@@ -150,10 +150,12 @@ class ActionSystem(System):
     """A system whose operations are an :class:`Actions` set: ``decode`` gives the action,
     ``apply`` runs it on the model (``Action.run``) and checks the component's invariants.
     A subclass sets ``ACTIONS``, builds ``model`` (and ``monitor``), and may record what its
-    step invariants need from before the step (:meth:`before`) and feed its monitor
-    (:meth:`observe`)."""
+    step invariants need from before the step (:meth:`before`, and the key when
+    ``KEEP_PRE_KEY``) and feed its monitor (:meth:`observe`)."""
 
     ACTIONS: Actions  # a class attribute or, where the component varies, the instance's
+    # whether the step invariants compare the state's key before the step (``StepContext.pre_key``)
+    KEEP_PRE_KEY: ClassVar[bool] = False
 
     @property
     def OPS(self) -> tuple[str, ...]:
@@ -170,11 +172,12 @@ class ActionSystem(System):
         return []
 
     def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
-        action = decoded if isinstance(decoded, Action) else self.ACTIONS.decode(op, decoded)
+        action = decoded if isinstance(decoded, Action) else self.decode(op, decoded)
         if action.op != op:
             raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
         out = Outcome(op, args_json if args_json is not None else action.to_json())
-        pre_key, pre = self.key(), self.before()
+        pre_key = self.key() if self.KEEP_PRE_KEY else None
+        pre = self.before()
         try:
             out.result = action.run(self.model)
         except ModelError as e:
