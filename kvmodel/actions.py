@@ -109,8 +109,8 @@ class Actions:
 
         out = []
         for c in self.classes:
-            if "effect" not in vars(c):
-                continue
+            if c.effect.__func__ is Action.effect.__func__:  # type: ignore[attr-defined]
+                continue  # no Z3 effect declared (here or in a parent action class)
             out.append(Operation(c.op, c.params(spec), _bound(c, spec)))  # type: ignore[arg-type]
         return tuple(out)
 
