@@ -44,8 +44,9 @@ def test_documented_arguments_are_what_the_decoder_accepts(component: str) -> No
             spec = s.ARGS[op]  # type: ignore[attr-defined]
             assert req == {k for k, (r, _) in spec.items() if r} and opt == {k for k, (r, _) in spec.items() if not r}
         else:
-            assert req == set(s.REQUIRED.get(op, ())), op  # type: ignore[attr-defined]
-            assert opt == set(s._OPTIONAL.get(op, ())), op  # type: ignore[attr-defined]
+            cls = s.ACTIONS.by_op[op]  # type: ignore[attr-defined]
+            assert req == set(cls.REQUIRED), op
+            assert opt == set(cls.OPTIONAL), op
 
 
 @pytest.mark.parametrize("component", NAMES)

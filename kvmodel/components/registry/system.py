@@ -21,6 +21,7 @@ class RegistrySystem(System):
     """The KVBM block registry world (pools sharing a global registry, the caller's values)
     with the Register/Remove stream monitor."""
 
+    ACTIONS = ACTIONS
     OPS = ACTIONS.ops
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "registries": [["device0", "Device"], ["device1", "Device"], ["host", "HostPinned"]],
