@@ -1,5 +1,5 @@
 """The G1 machines' rules: one rule over every move (current) against one rule per kind of move
-(issue 22's candidate), same worlds, settings and seeds, in one run.
+and one rule per move (issue 22's candidates), same worlds, settings and seeds, in one run.
 
 The G1 machines (``g1_native``, ``g1_kvbm``) have one Hypothesis rule that picks any move of
 their world the explorer's guard allows (``pick % len(allowed)``). The candidate, defined here,
@@ -9,9 +9,11 @@ kind. Measured per quirk, seeds 0–4, up to 3,000 examples of ≤ 30 steps: tim
 counterexample, its length against the explorer's BFS minimum (the check world), and the
 throughput of the ideal machine (1,000 examples). The candidate was slower to find most KVBM
 quirks (Hypothesis chooses uniformly among enabled *kinds*, so rare kinds such as ``bad_use``
-are drawn as often as ``push``), so the machines keep their one rule (docs/performance.md).
+are drawn as often as ``push``); the per-move candidate (a rule per move, its precondition the
+guard) runs about half the steps/s and was slower on most quirks too, so the machines keep their
+one rule (docs/performance.md).
 
-Writes ``benchmarks/results/g1_machines.json`` (``rule_per_kind``: the candidate;
+Writes ``benchmarks/results/g1_machines.json`` (``rule_per_kind``, ``rule_per_move``: the candidates;
 ``peer_one_rule``: the current machines). Usage: ``python benchmarks/g1_machines.py``.
 """
 
@@ -81,6 +83,26 @@ def per_kind(base: type[Machine]) -> type[Machine]:
     return type(f"PerKind{base.__name__}", (Machine,), body)
 
 
+def per_move(base: type[Machine]) -> type[Machine]:
+    """The second candidate: ``base``'s world and configuration, one rule per move of the world
+    (no argument to draw), enabled (a ``precondition``) when the explorer's guard allows it."""
+    space = world_of(base)
+    body: dict[str, Any] = {"component": base.component, "config": dict(base.config), "quirks": frozenset()}
+    for i, m in enumerate(space.moves()):
+
+        def enabled(self: Any, _m: Any = m) -> bool:
+            return bool(space.allows(self.system, _m))
+
+        def run(self: Any, _m: Any = m) -> None:
+            op, _, args = space.concrete(self.system, _m)
+            self._run_json(op, args)
+
+        name = "_".join(str(x).lower() for x in (m if isinstance(m, tuple) else (m,)))
+        run.__name__ = f"m{i}_{name}"
+        body[run.__name__] = rule()(precondition(enabled)(run))
+    return type(f"PerMove{base.__name__}", (Machine,), body)
+
+
 def measure(component: str, cls: type[Machine]) -> dict[str, Any]:
     orig = machines.machine_class
     machines.machine_class = lambda _c: cls  # type: ignore[assignment]
@@ -135,9 +157,13 @@ def main() -> None:
     out: dict[str, Any] = {"kvmodel": __version__, "python": platform.python_version(), "machine": platform.machine()}
     for component in ("g1_native", "g1_kvbm"):
         base = machines.machine_class(component)
-        res = {"rule_per_kind": measure(component, per_kind(base)), "peer_one_rule": measure(component, base)}
+        res = {
+            "rule_per_move": measure(component, per_move(base)),
+            "rule_per_kind": measure(component, per_kind(base)),
+            "peer_one_rule": measure(component, base),
+        }
         out[component] = res
-        for label in ("rule_per_kind", "peer_one_rule"):
+        for label in ("rule_per_move", "rule_per_kind", "peer_one_rule"):
             r = res[label]
             print(f"{component} {label}: ideal {r['ideal']['steps_per_s']} steps/s")
             for q in r["time_to_find"]:
