@@ -32,6 +32,18 @@ from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.systems import Outcome, System
 
 
+class _Absent:
+    """An optional key the caller left out (distinct from an explicit ``null``)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+# the value of an action's optional field whose key the caller left out: ``to_json`` omits it,
+# so an action's JSON is exactly what was given
+ABSENT: Any = _Absent()
+
+
 class Action:
     """One operation of a component, with its arguments (subclasses are frozen attrs classes)."""
 

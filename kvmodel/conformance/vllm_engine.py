@@ -665,7 +665,7 @@ def trace_steps(
 def model_compare(steps: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Run ``steps`` on the scheduler system; the first step whose observation differs from
     vLLM's (or that breaks one of the model's own stream invariants), else ``None``."""
-    from kvmodel.components.mocker_scheduler.system import NAME
+    from kvmodel.components.mocker_scheduler.actions import NAME
     from kvmodel.systems import make_system
 
     sys_ = make_system(NAME, scheduler_config(), [])
@@ -778,7 +778,7 @@ def engine_trace(s: Schedule, chk: StreamCheck, seed: int) -> dict[str, Any]:
     it on the model shows where the model and vLLM part. A failure of vLLM's stream or of the
     router (which the scheduler model does not see) is the trace's ``violation``, at the step of
     the engine step it happened in; a model difference is ``origin.divergence``."""
-    from kvmodel.components.mocker_scheduler.system import NAME
+    from kvmodel.components.mocker_scheduler.actions import NAME
     from kvmodel.traces import FORMAT
 
     origin: dict[str, Any] = {

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kvmodel.components.base import Component
-from kvmodel.components.mocker_scheduler.system import NAME
+from kvmodel.components.mocker_scheduler.actions import NAME
 
 
 def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:

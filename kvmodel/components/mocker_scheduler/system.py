@@ -41,23 +41,14 @@ from typing import Any, ClassVar
 
 import attrs
 
-from kvmodel import argspec as A
-from kvmodel.argspec import OPTIONAL as O
-from kvmodel.argspec import REQUIRED as R
+from kvmodel.actions import Action
+from kvmodel.components.mocker_scheduler.actions import ACTIONS, NAME
+from kvmodel.components.mocker_scheduler.actions import Stalled as Stalled  # re-exported
 from kvmodel.invariants import Violation
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
-
-NAME = "mocker_vllm_scheduler"
-
-
-class Stalled(ModelError):
-    """A pass that changed nothing while requests remain: the mocker engine's "effect-free
-    zero-duration pass", on which its replay aborts (aisimulate ``core.rs``)."""
-
-    id = "effect-free zero-duration pass"
 
 
 @attrs.frozen
@@ -76,17 +67,11 @@ class Transition:
         return {"Cleared": {"blocks": []}}
 
 
-def _max_tokens(v: Any, what: str) -> int:
-    n = A.usize(v, what)
-    if not 1 <= n <= A.MAX_TOKENS:
-        raise InvalidInput(f"{what} must be an integer in [1, {A.MAX_TOKENS}], got {v!r:.60}")
-    return n
-
-
 class SchedulerSystem(System):
     """See the module docstring."""
 
-    OPS = ("add_request", "abort", "reset_prefix_cache", "step")
+    ACTIONS = ACTIONS
+    OPS = ACTIONS.ops
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "block_size": 32,
         "capacity": 11,
@@ -98,17 +83,6 @@ class SchedulerSystem(System):
         "capacity": (1, MAX_SLOTS + 1),
         "max_num_batched_tokens": (1, 2**20),
         "max_num_seqs": (1, 4097),
-    }
-    ARGS: ClassVar[dict[str, A.Spec]] = {
-        "add_request": {
-            "request": (R, A.owner),
-            "prompt": (R, A.tokens),
-            "max_tokens": (R, _max_tokens),
-            "output": (O, A.tokens),
-        },
-        "abort": {"request": (R, A.owner)},
-        "reset_prefix_cache": {},
-        "step": {},
     }
 
     def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
@@ -133,68 +107,11 @@ class SchedulerSystem(System):
         return c
 
     def decode(self, op: str, args: Any) -> Any:
-        if op not in self.OPS:
-            raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
-        a = A.check(self.component, op, args, self.ARGS[op])
-        if op == "add_request":
-            if not a["prompt"]:
-                raise InvalidInput(f"{self.component} add_request: prompt must not be empty")
-            if len(a.get("output", ())) > a["max_tokens"]:
-                raise InvalidInput(f"{self.component} add_request: output holds more than max_tokens tokens")
-        return a
+        return ACTIONS.decode(op, args)
 
-    def _live(self, r: Any) -> bool:
-        return r is not None and r.index not in self.model.finished
-
-    def op_add_request(self, a: dict[str, Any], out: list[Transition]) -> None:
-        m = self.model
-        rid = a["request"]
-        if rid in self.ids:
-            raise InvalidInput(f"request {rid} exists")
-        m.submit(a["prompt"], a.get("output", []), a["max_tokens"])
-        self.ids[rid] = m.requests[-1]
-
-    def op_abort(self, a: dict[str, Any], out: list[Transition]) -> bool:
-        m = self.model
-        r = self.ids.get(a["request"])
-        if r is None or not self._live(r):
-            return False
-        mark = len(m.events)
-        if r in m.running:
-            m.running.remove(r)
-            m._release(r)
-        elif r in m.waiting:
-            m.waiting.remove(r)
-        m.finished.add(r.index)
-        out += self._transitions(m.events[mark:])
-        return True
-
-    def op_reset_prefix_cache(self, a: dict[str, Any], out: list[Transition]) -> bool:
-        from kvmodel.model.g1.vllm_block_pool import NativePool
-
-        m = self.model
-        p = m.pool
-        if len(p.copies) != len(p.inactive) or p.reserved != 0:
-            return False
-        m.pool = NativePool(p.capacity, quirks=p.quirks)
-        self.cleared += 1
-        return True
-
-    def op_step(self, a: dict[str, Any], out: list[Transition]) -> list[Any]:
-        m = self.model
-        out += [Transition("Cleared")] * self.cleared
-        self.cleared = 0
-        mark, before = len(m.events), set(m.finished)
-        live = len(m.finished) < len(m.requests)
-        m._effects = 0
-        m.step()
-        out += self._transitions(m.events[mark:])
-        if live and m._effects == 0:
-            raise Stalled(f"{len(m.requests) - len(m.finished)} request(s) remain")
-        back = {r.index: k for k, r in self.ids.items()}
-        return sorted(back[i] for i in m.finished - before)
-
-    def _transitions(self, events: Iterable[Any]) -> list[Transition]:
+    def transitions(self, events: Iterable[Any]) -> list[Transition]:
+        """The pool's KV events as per-hash transitions (a Stored batch block by block, each
+        block's parent the one before it)."""
         out: list[Transition] = []
         for e in events:
             d = e.to_json()["data"]
@@ -208,10 +125,13 @@ class SchedulerSystem(System):
         return out
 
     def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
-        out = Outcome(op, args_json if args_json is not None else decoded)
+        action = decoded if isinstance(decoded, Action) else self.decode(op, decoded)
+        if action.op != op:
+            raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
+        out = Outcome(op, args_json if args_json is not None else action.to_json())
         evs: list[Transition] = []
         try:
-            out.result = getattr(self, f"op_{op}")(decoded, evs)
+            out.result = action.perform(self, evs)  # type: ignore[union-attr]
         except ModelError as e:
             out.error = e
         out.events = list(evs)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import attrs
 
 from kvmodel import argspec as A
+from kvmodel.actions import ABSENT as ABSENT  # re-exported: the registry's callers name it here
 from kvmodel.actions import Action, Actions
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.registry import Block, block_from_json
@@ -24,16 +25,6 @@ from kvmodel.model.registry import Block, block_from_json
 NAME = "kvbm_block_registry"
 # the keys that name a value the caller holds
 _NAMED = frozenset({"as", "state", "registry", "publisher", "publish_handle", "value", "global_registry"})
-
-
-class _Absent:
-    """An optional key the caller left out (distinct from an explicit ``null``)."""
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
 
 
 def _or(v: Any, default: Any) -> Any:
