@@ -162,7 +162,7 @@ def _transferable(ctx: StepContext) -> str | None:
 def _unknown_rejected(ctx: StepContext) -> str | None:
     if ctx.op != "finalize" or ctx.error is not None:
         return None
-    owner = (ctx.args or {}).get("owner")
+    owner = getattr(ctx.args, "owner", None)
     if owner not in ctx.pre.owners:
         return f"finalize_computed_prefix for request {owner}, which owns no block table, was accepted"
     return None
@@ -171,7 +171,7 @@ def _unknown_rejected(ctx: StepContext) -> str | None:
 def _tail_accepted(ctx: StepContext) -> str | None:
     if ctx.op != "deref_in_order" or ctx.error is None or not ctx.pre.deref_names_tail:
         return None
-    return f"a Deref naming request {(ctx.args or {}).get('owner')}'s whole table was rejected: {ctx.error}"
+    return f"a Deref naming request {getattr(ctx.args, 'owner', None)}'s whole table was rejected: {ctx.error}"
 
 
 def _copies_match(ctx: StepContext) -> str | None:

@@ -59,8 +59,10 @@ class Action:
         return cls(**a)
 
     def to_json(self) -> dict[str, Any]:
-        """The trace-format arguments (the fields, in declaration order)."""
-        return attrs.asdict(self, recurse=False)  # type: ignore[arg-type]
+        """The trace-format arguments (the fields, in declaration order; an optional one left
+        out, :data:`ABSENT`, is left out again)."""
+        d = attrs.asdict(self, recurse=False)  # type: ignore[arg-type]
+        return {k: v for k, v in d.items() if v is not ABSENT}
 
     def run(self, model: Any) -> Any:
         """Apply the operation to the model and return what the real call returns (or raise

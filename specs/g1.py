@@ -1127,7 +1127,7 @@ def trace_agreement(
         for i in range(steps if moves is None else len(moves)):
             if moves is None:
                 enabled = [mv for mv in space.moves() if space.allows(system, mv)]
-                op, args, _ = space.concrete(system, rng.choice(enabled))
+                op, _, args = space.concrete(system, rng.choice(enabled))
             else:
                 op, args = moves[i]
             out = system.step(op, args)

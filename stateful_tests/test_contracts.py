@@ -40,13 +40,13 @@ def test_documented_arguments_are_what_the_decoder_accepts(component: str) -> No
     s = components.get(component).make_system({}, ())
     for op in contracts.operations(component):
         req, opt = _documented(component, op)
-        if hasattr(s, "ARGS"):
-            spec = s.ARGS[op]  # type: ignore[attr-defined]
-            assert req == {k for k, (r, _) in spec.items() if r} and opt == {k for k, (r, _) in spec.items() if not r}
-        else:
-            cls = s.ACTIONS.by_op[op]  # type: ignore[attr-defined]
+        cls = s.ACTIONS.by_op[op]  # type: ignore[attr-defined]
+        if hasattr(cls, "REQUIRED"):  # the registry's actions name their keys
             assert req == set(cls.REQUIRED), op
             assert opt == set(cls.OPTIONAL), op
+        else:
+            spec = cls.ARGS
+            assert req == {k for k, (r, _) in spec.items() if r} and opt == {k for k, (r, _) in spec.items() if not r}
 
 
 @pytest.mark.parametrize("component", NAMES)

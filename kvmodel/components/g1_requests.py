@@ -1,9 +1,10 @@
 """The request harness both G1 systems share: the G1 manager (``model/g1/g1_manager.py``) driven
 request by request, as the mocker's scheduler drives it.
 
-A subclass names its component and backend, its operations (``OPS``, ``ARGS``) and implements
-each as ``op_<name>(args)``; :meth:`G1RequestSystem.apply` dispatches on the name (no chain of
-name tests), and around every step does what both need: the request bookkeeping (sequences,
+A subclass names its component and backend and its operations, one typed action class each
+(:class:`G1Action`, in the backend's ``actions`` module: the arguments, their checks and what the
+operation does to the system); :meth:`G1RequestSystem.apply` dispatches on the action (no chain
+of name tests), and around every step does what both need: the request bookkeeping (sequences,
 decode and destination reservations, plus the subclass's own, :meth:`_bookkeeping`) is restored
 when the manager rejects the step — the operated request's sequence is copied first, since a
 signal's sequence-side change (a promoted tail, a pushed token) precedes the rejection — then the
@@ -16,7 +17,9 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Self
 
-from kvmodel import argspec as A
+import attrs
+
+from kvmodel.actions import Action, Actions
 from kvmodel.invariants import StepContext
 from kvmodel.model.blocks import PartialBlock
 from kvmodel.model.errors import InvalidInput, ModelError
@@ -47,14 +50,53 @@ def renamed_blocks(blocks: Iterable[Any], uuid: Callable[[str], str]) -> tuple[s
     return tuple(repr(PartialBlock(uuid(b.uuid))) if isinstance(b, PartialBlock) else repr(b) for b in blocks)
 
 
+class G1Action(Action):
+    """One request-level operation of a G1 system: it runs on the system (the manager and the
+    request bookkeeping beside it, as the mocker's scheduler keeps it), not on the bare manager.
+    ``owner``, where the operation has one, is the request it operates on."""
+
+    def perform(self, system: Any) -> Any:
+        """Run the operation on ``system``; return what the harness's call returns (or raise
+        the model's error, after which the system restores the request bookkeeping)."""
+        raise NotImplementedError
+
+
+@attrs.frozen
+class ReleaseDecode(G1Action):
+    """Release the oldest outstanding decode reservation (``G1Manager::release_decode_reservation``)."""
+
+    op = "release_decode"
+
+    def perform(self, system: Any) -> None:
+        if not system.decodes:
+            raise InvalidInput("no decode reservation outstanding")
+        system.model.release_decode_reservation(system.decodes[0])
+        system.decodes.pop(0)
+
+
+@attrs.frozen
+class Counts(G1Action):
+    """The manager's three counts: active blocks, inactive blocks, active block references."""
+
+    op = "counts"
+
+    def perform(self, system: Any) -> dict[str, int]:
+        g = system.model
+        return {
+            "num_active_blocks": g.num_active_blocks(),
+            "num_inactive_blocks": g.num_inactive_blocks(),
+            "num_active_block_refs": g.num_active_block_refs(),
+        }
+
+
 class G1RequestSystem(System):
     """The G1 manager of one backend, with the requests, decode reservations and destination
     reservations a scheduler keeps beside it."""
 
     COMPONENT: ClassVar[str]
     BACKEND: ClassVar[str]
+    ACTIONS: ClassVar[Actions]
     OPS: ClassVar[tuple[str, ...]]
-    ARGS: ClassVar[dict[str, A.Spec]]
     DEFAULTS: ClassVar[dict[str, Any]]
     MANAGER_OPTIONS: ClassVar[tuple[str, ...]]  # the configuration keys G1Manager takes
 
@@ -129,21 +171,13 @@ class G1RequestSystem(System):
         return c
 
     def decode(self, op: str, args: Any) -> Any:
-        if op not in self.OPS:
-            raise InvalidInput(f"unknown {self.component} operation {op!r} (known: {list(self.OPS)})")
-        return A.check(self.component, op, args, self.ARGS[op])
+        return self.ACTIONS.decode(op, args)
 
     def _seq(self, owner: Any) -> Any:
         s = self.seqs.get(owner)
         if s is None:
             raise InvalidInput(f"no request {owner!r}")
         return s
-
-    def op_release_decode(self, a: dict[str, Any]) -> None:
-        if not self.decodes:
-            raise InvalidInput("no decode reservation outstanding")
-        self.model.release_decode_reservation(self.decodes[0])
-        self.decodes.pop(0)
 
     def _reserve_decode(self, count: int) -> Any:
         r = self.model.reserve_decode_blocks(count)
@@ -158,36 +192,29 @@ class G1RequestSystem(System):
             raise InvalidInput(f"no destination reservation for request {owner}")
         return r
 
-    def op_counts(self, a: dict[str, Any]) -> dict[str, int]:
-        g = self.model
-        return {
-            "num_active_blocks": g.num_active_blocks(),
-            "num_inactive_blocks": g.num_inactive_blocks(),
-            "num_active_block_refs": g.num_active_block_refs(),
-        }
-
     def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
         from kvmodel.invariants import check_all
 
-        if op not in self.OPS:
-            raise InvalidInput(f"unknown {self.component} operation {op!r}")
+        action = decoded if isinstance(decoded, Action) else self.decode(op, decoded)
+        if action.op != op:
+            raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
         pre_key = self.model.key()
         self._pre = pre = self._before()
-        out = Outcome(op, args_json if args_json is not None else decoded)
+        out = Outcome(op, args_json if args_json is not None else action.to_json())
         seqs = dict(self.seqs)
-        owner = decoded.get("owner") if isinstance(decoded, dict) else None
+        owner = getattr(action, "owner", None)
         if isinstance(owner, (int, str)) and owner in seqs:
             seqs[owner] = seqs[owner].copy()
         saved = (seqs, list(self.decodes), dict(self.dest), self._bookkeeping())
         try:
-            out.result = getattr(self, f"op_{op}")(decoded)
+            out.result = action.perform(self)  # type: ignore[union-attr]
         except ModelError as e:
             out.error = e
             self.seqs, self.decodes, self.dest = saved[0], saved[1], saved[2]
             self._restore(saved[3])
         out.events = self._observe()
         self._after(pre)
-        ctx = StepContext(self.model, self.monitor, op, decoded, out.result, out.error, out.events, pre_key, pre)
+        ctx = StepContext(self.model, self.monitor, op, action, out.result, out.error, out.events, pre_key, pre)
         out.violations = check_all(self.component, ctx)
         out.ctx = ctx
         return out

@@ -103,7 +103,9 @@ class KvbmSpace(NoSymmetry):
             a = {"kind": move[1]}
         else:
             a = {"owner": move[1]}
-        return kind, dict(a), a
+        from kvmodel.components.g1_kvbm.actions import ACTIONS
+
+        return kind, ACTIONS.by_op[kind](**a), a
 
     def allows(self, s: System, move: Any) -> bool:
         from kvmodel.components.g1_kvbm.system import G1KvbmSystem

@@ -6,19 +6,18 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from kvmodel import argspec as A
-from kvmodel.argspec import OPTIONAL as O
-from kvmodel.argspec import REQUIRED as R
+from kvmodel.components.g1_kvbm.actions import ACTIONS
 from kvmodel.components.g1_requests import G1RequestSystem, renamed_blocks, renaming
 from kvmodel.invariants.kvbm import Before
 from kvmodel.model.errors import InvalidInput
-from kvmodel.model.g1.acquire import CapacityExhausted, Ready
+from kvmodel.model.g1.acquire import Ready
 
 
 class G1KvbmSystem(G1RequestSystem):
     """The G1 facade with the KVBM backend (its default), driven request by request.
 
-    Operations (trace format): ``new_request {owner, tokens, caching}`` (a sequence; ``caching``
+    Operations (trace format; one action class each, ``actions.py``): ``new_request {owner,
+    tokens, caching}`` (a sequence; ``caching``
     false gives random hashes), ``allocate {owner}`` (its creation signal), ``push {owner,
     token}`` (the Promote of a completed tail and the Use of a new partial),
     ``decode_push {owner, token}`` (the same through the outstanding decode reservation),
@@ -34,22 +33,8 @@ class G1KvbmSystem(G1RequestSystem):
     them.
     """
 
-    OPS = (
-        "new_request",
-        "allocate",
-        "push",
-        "decode_push",
-        "resend",
-        "free",
-        "reserve_decode",
-        "release_decode",
-        "reserve_destination",
-        "activate_destination",
-        "cancel_destination",
-        "bad_use",
-        "bad_deref",
-        "counts",
-    )
+    ACTIONS = ACTIONS
+    OPS = ACTIONS.ops
     DEFAULTS: ClassVar[dict[str, Any]] = {
         "max_capacity": 3,
         "block_size": 2,
@@ -86,33 +71,16 @@ class G1KvbmSystem(G1RequestSystem):
     def _restore(self, saved: tuple[Any, ...]) -> None:
         self.holdings, self.stalled = saved
 
-    ARGS: ClassVar[dict[str, A.Spec]] = {
-        "new_request": {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)},
-        "allocate": {"owner": (R, A.owner)},
-        "push": {"owner": (R, A.owner), "token": (R, A.u32)},
-        "decode_push": {"owner": (R, A.owner), "token": (R, A.u32)},
-        "resend": {"owner": (R, A.owner)},
-        "free": {"owner": (R, A.owner)},
-        "reserve_decode": {"count": (R, A.usize)},
-        "release_decode": {},
-        "reserve_destination": {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)},
-        "activate_destination": {"owner": (R, A.owner)},
-        "cancel_destination": {"owner": (R, A.owner)},
-        "bad_use": {"kind": (R, A.string)},
-        "bad_deref": {"owner": (R, A.owner)},
-        "counts": {},
-    }
-
-    def _new_seq(self, o: int, a: dict[str, Any]) -> Any:
+    def _new_seq(self, o: int, tokens: list[int], caching: bool) -> Any:
         from kvmodel.model.g1.sequence import NewActiveSequence
 
         if o in self.seqs:
             raise InvalidInput(f"request {o} exists")
         return NewActiveSequence(
-            a["tokens"],
+            tokens,
             8,
             self.model.block_size,
-            bool(a.get("caching", True)),
+            caching,
             name=f"r{o}",
             plh_fragments=self.config["plh_fragments"],
         )
@@ -163,43 +131,6 @@ class G1KvbmSystem(G1RequestSystem):
         s.commit_allocation(len(s))
         return out
 
-    def op_new_request(self, a: dict[str, Any]) -> None:
-        o = a["owner"]
-        self.seqs[o] = self._new_seq(o, a)
-        self.holdings[o] = []
-
-    def op_allocate(self, a: dict[str, Any]) -> Any:
-        o = a["owner"]
-        s = self._seq(o)
-        if self.holdings.get(o) or o in self.dest:
-            raise InvalidInput(f"request {o} is already allocated")
-        sig = s.prepare_allocation(len(s))
-        if sig is None:
-            return Ready(0)
-        out = self.model.process_for_request(o, sig, 0)
-        if isinstance(out, Ready):
-            s.commit_allocation(len(s))
-            self.holdings[o] = list(sig.blocks)
-        return out
-
-    def op_push(self, a: dict[str, Any]) -> Any:
-        return self._push(a["owner"], a["token"], False)
-
-    def op_decode_push(self, a: dict[str, Any]) -> Any:
-        return self._push(a["owner"], a["token"], True)
-
-    def op_resend(self, a: dict[str, Any]) -> Any:
-        o = a["owner"]
-        s = self._seq(o)
-        held = self.holdings.get(o) or []
-        if not held or o in self.dest:
-            raise InvalidInput(f"request {o} holds nothing")
-        sig = self._use_of(s, held)
-        out = self.model.process_for_request(o, sig, 0)
-        if isinstance(out, Ready):
-            self.holdings[o] = held + list(sig.blocks)
-        return out
-
     def _deref(self, o: int, bad: bool) -> Any:
         from kvmodel.model.blocks import FullBlock
         from kvmodel.model.g1.sequence import G1Deref
@@ -215,59 +146,6 @@ class G1KvbmSystem(G1RequestSystem):
         self.holdings.pop(o, None)
         self.stalled.discard(o)
         return out
-
-    def op_free(self, a: dict[str, Any]) -> Any:
-        return self._deref(a["owner"], False)
-
-    def op_bad_deref(self, a: dict[str, Any]) -> Any:
-        return self._deref(a["owner"], True)
-
-    def op_reserve_decode(self, a: dict[str, Any]) -> Any:
-        if self.decodes:
-            raise InvalidInput("a decode reservation is outstanding")
-        return self._reserve_decode(a["count"])
-
-    def op_reserve_destination(self, a: dict[str, Any]) -> Any:
-        g = self.model
-        o = a["owner"]
-        s = self._new_seq(o, a)
-        r = g.reserve_destination_at(o, s)
-        if isinstance(r, CapacityExhausted):
-            return r
-        self.seqs[o], self.dest[o], self.holdings[o] = s, r, []
-        return {"transferable_prompt_tokens": r.transferable_prompt_tokens(g.block_size), "pinned": len(r.pinned)}
-
-    def op_activate_destination(self, a: dict[str, Any]) -> None:
-        o = a["owner"]
-        r = self._destination(o)
-        lay = r.layout
-        self.model.activate_destination(r)
-        s = self.seqs[o]
-        s.commit_allocation(s.num_input_tokens)
-        self.holdings[o] = [] if lay is None else list(lay.blocks)
-        del self.dest[o]
-
-    def op_cancel_destination(self, a: dict[str, Any]) -> None:
-        o = a["owner"]
-        r = self._destination(o)
-        self.model.cancel_destination(r)
-        del self.seqs[o]
-        self.holdings.pop(o, None)
-        del self.dest[o]
-
-    def op_bad_use(self, a: dict[str, Any]) -> Any:
-        from kvmodel.model.blocks import FullBlock, PartialBlock
-        from kvmodel.model.g1.sequence import G1Use
-
-        kind = a.get("kind")
-        if kind == "dup_partial":
-            sig = G1Use((PartialBlock("bad"), PartialBlock("bad")))
-        elif kind == "hash_two_plhs":
-            h = self.BAD_HASH
-            sig = G1Use((FullBlock(h), FullBlock(h)), (), ((h, None, 0), (h, None, 1)))
-        else:
-            raise InvalidInput(f"bad_use kind must be dup_partial or hash_two_plhs, got {kind!r}")
-        return self.model.process_for_request(-1, sig, 0)
 
     def _before(self) -> Before:
         from kvmodel.invariants.kvbm import _parts

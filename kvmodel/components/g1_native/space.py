@@ -76,7 +76,9 @@ class G1Space(NoSymmetry):
             a = {}
         else:
             a = {"owner": move[1]}
-        return kind, dict(a), a
+        from kvmodel.components.g1_native.actions import ACTIONS
+
+        return kind, ACTIONS.by_op[kind](**a), a
 
     def allows(self, s: System, move: Any) -> bool:
         from kvmodel.components.g1_native.system import G1System

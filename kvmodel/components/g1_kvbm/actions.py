@@ -1,0 +1,256 @@
+"""The G1 KVBM system's request-level operations as typed actions (issue 22).
+
+Each class is one operation of :class:`~kvmodel.components.g1_kvbm.system.G1KvbmSystem`: its
+trace-format arguments and their checks, and what it does, as the mocker's scheduler drives the
+G1 manager over the KVBM backend (the mocker's ``kvbm_backend.rs`` over kvbm-logical, R09:
+``process_for_request``, ``process_decode_signal_for_request``, the decode and destination
+reservations), plus the two malformed inputs the world sends on purpose (``bad_use``,
+``bad_deref``). The explorer's world (``space.py``) builds its moves' actions from these classes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from kvmodel import argspec as A
+from kvmodel.actions import ABSENT, Actions
+from kvmodel.argspec import OPTIONAL as O
+from kvmodel.argspec import REQUIRED as R
+from kvmodel.components.g1_requests import Counts, G1Action, ReleaseDecode
+from kvmodel.model.errors import InvalidInput
+from kvmodel.model.g1.acquire import CapacityExhausted, Ready
+
+NAME = "g1_kvbm"
+
+
+def _caching(v: Any) -> bool:
+    """A request's ``caching`` (true where the key was left out: hashed blocks)."""
+    return True if v is ABSENT else bool(v)
+
+
+@attrs.frozen
+class NewRequest(G1Action):
+    """A request arrives: its sequence over ``tokens`` (``caching`` false: random hashes)."""
+
+    op = "new_request"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)}
+    owner: int
+    tokens: list[int]
+    caching: Any = ABSENT
+
+    def perform(self, system: Any) -> None:
+        o = self.owner
+        system.seqs[o] = system._new_seq(o, self.tokens, _caching(self.caching))
+        system.holdings[o] = []
+
+
+@attrs.frozen
+class Allocate(G1Action):
+    """The request's creation signal; on ``Ready`` the request holds the signal's blocks."""
+
+    op = "allocate"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> Any:
+        o = self.owner
+        s = system._seq(o)
+        if system.holdings.get(o) or o in system.dest:
+            raise InvalidInput(f"request {o} is already allocated")
+        sig = s.prepare_allocation(len(s))
+        if sig is None:
+            return Ready(0)
+        out = system.model.process_for_request(o, sig, 0)
+        if isinstance(out, Ready):
+            s.commit_allocation(len(s))
+            system.holdings[o] = list(sig.blocks)
+        return out
+
+
+@attrs.frozen
+class Push(G1Action):
+    """A decoded token: the Promote of a completed tail and the Use of a new partial."""
+
+    op = "push"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "token": (R, A.u32)}
+    owner: int
+    token: int
+
+    def perform(self, system: Any) -> Any:
+        return system._push(self.owner, self.token, False)
+
+
+@attrs.frozen
+class DecodePush(G1Action):
+    """The same through the outstanding decode reservation (``process_decode_signal_for_request``)."""
+
+    op = "decode_push"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "token": (R, A.u32)}
+    owner: int
+    token: int
+
+    def perform(self, system: Any) -> Any:
+        return system._push(self.owner, self.token, True)
+
+
+@attrs.frozen
+class Resend(G1Action):
+    """The request's held blocks named again in one Use: a second logical holder of its table."""
+
+    op = "resend"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> Any:
+        o = self.owner
+        s = system._seq(o)
+        held = system.holdings.get(o) or []
+        if not held or o in system.dest:
+            raise InvalidInput(f"request {o} holds nothing")
+        sig = system._use_of(s, held)
+        out = system.model.process_for_request(o, sig, 0)
+        if isinstance(out, Ready):
+            system.holdings[o] = held + list(sig.blocks)
+        return out
+
+
+@attrs.frozen
+class Free(G1Action):
+    """One Deref of what the request holds, leaf first (the request leaves)."""
+
+    op = "free"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> Any:
+        return system._deref(self.owner, False)
+
+
+@attrs.frozen
+class ReserveDecode(G1Action):
+    """``reserve_decode_blocks(count)``, one reservation outstanding at a time."""
+
+    op = "reserve_decode"
+    ARGS: ClassVar[A.Spec] = {"count": (R, A.usize)}
+    count: int
+
+    def perform(self, system: Any) -> Any:
+        if system.decodes:
+            raise InvalidInput("a decode reservation is outstanding")
+        return system._reserve_decode(self.count)
+
+
+@attrs.frozen
+class ReserveDestination(G1Action):
+    """A destination reservation for a transferred request's prompt (``reserve_destination_at``):
+    the transferable prompt tokens and the pinned blocks, or ``CapacityExhausted``."""
+
+    op = "reserve_destination"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)}
+    owner: int
+    tokens: list[int]
+    caching: Any = ABSENT
+
+    def perform(self, system: Any) -> Any:
+        g = system.model
+        o = self.owner
+        s = system._new_seq(o, self.tokens, _caching(self.caching))
+        r = g.reserve_destination_at(o, s)
+        if isinstance(r, CapacityExhausted):
+            return r
+        system.seqs[o], system.dest[o], system.holdings[o] = s, r, []
+        return {"transferable_prompt_tokens": r.transferable_prompt_tokens(g.block_size), "pinned": len(r.pinned)}
+
+
+@attrs.frozen
+class ActivateDestination(G1Action):
+    """The transfer landed: the request holds the reservation's layout."""
+
+    op = "activate_destination"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> None:
+        o = self.owner
+        r = system._destination(o)
+        lay = r.layout
+        system.model.activate_destination(r)
+        s = system.seqs[o]
+        s.commit_allocation(s.num_input_tokens)
+        system.holdings[o] = [] if lay is None else list(lay.blocks)
+        del system.dest[o]
+
+
+@attrs.frozen
+class CancelDestination(G1Action):
+    """The transfer was abandoned: the reservation is released and the request leaves."""
+
+    op = "cancel_destination"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> None:
+        o = self.owner
+        r = system._destination(o)
+        system.model.cancel_destination(r)
+        del system.seqs[o]
+        system.holdings.pop(o, None)
+        del system.dest[o]
+
+
+@attrs.frozen
+class BadUse(G1Action):
+    """A malformed Use for no request: ``dup_partial`` (one partial named twice) or
+    ``hash_two_plhs`` (one hash under two positional lineage hashes)."""
+
+    op = "bad_use"
+    ARGS: ClassVar[A.Spec] = {"kind": (R, A.string)}
+    kind: str
+
+    def perform(self, system: Any) -> Any:
+        from kvmodel.model.blocks import FullBlock, PartialBlock
+        from kvmodel.model.g1.sequence import G1Use
+
+        if self.kind == "dup_partial":
+            sig = G1Use((PartialBlock("bad"), PartialBlock("bad")))
+        elif self.kind == "hash_two_plhs":
+            h = system.BAD_HASH
+            sig = G1Use((FullBlock(h), FullBlock(h)), (), ((h, None, 0), (h, None, 1)))
+        else:
+            raise InvalidInput(f"bad_use kind must be dup_partial or hash_two_plhs, got {self.kind!r}")
+        return system.model.process_for_request(-1, sig, 0)
+
+
+@attrs.frozen
+class BadDeref(G1Action):
+    """The request's Deref with an unknown block at the end (the request leaves)."""
+
+    op = "bad_deref"
+    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> Any:
+        return system._deref(self.owner, True)
+
+
+ACTIONS = Actions(
+    NAME,
+    (
+        NewRequest,
+        Allocate,
+        Push,
+        DecodePush,
+        Resend,
+        Free,
+        ReserveDecode,
+        ReleaseDecode,
+        ReserveDestination,
+        ActivateDestination,
+        CancelDestination,
+        BadUse,
+        BadDeref,
+        Counts,
+    ),
+)
