@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self
 
 import attrs
 
+from kvmodel import argspec as A
 from kvmodel.actions import Action, Actions
 from kvmodel.invariants import StepContext
 from kvmodel.model.blocks import PartialBlock
@@ -72,6 +73,19 @@ class ReleaseDecode(G1Action):
             raise InvalidInput("no decode reservation outstanding")
         system.model.release_decode_reservation(system.decodes[0])
         system.decodes.pop(0)
+
+
+@attrs.frozen
+class Free(G1Action):
+    """The request's terminal Deref of what it holds, leaf first; the request leaves (the
+    system's ``_deref``)."""
+
+    op = "free"
+    ARGS: ClassVar[A.Spec] = {"owner": (A.REQUIRED, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> Any:
+        return system._deref(self.owner, False)
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ from kvmodel import argspec as A
 from kvmodel.actions import ABSENT, Actions
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.components.g1_requests import Counts, G1Action, ReleaseDecode
+from kvmodel.components.g1_requests import Counts, Free, G1Action, ReleaseDecode
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -114,18 +114,6 @@ class Resend(G1Action):
         if isinstance(out, Ready):
             system.holdings[o] = held + list(sig.blocks)
         return out
-
-
-@attrs.frozen
-class Free(G1Action):
-    """One Deref of what the request holds, leaf first (the request leaves)."""
-
-    op = "free"
-    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
-    owner: int
-
-    def perform(self, system: Any) -> Any:
-        return system._deref(self.owner, False)
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ from kvmodel import argspec as A
 from kvmodel.actions import ABSENT, Actions
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.components.g1_requests import Counts, G1Action, ReleaseDecode
+from kvmodel.components.g1_requests import Counts, Free, G1Action, ReleaseDecode
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -110,18 +110,6 @@ class Finalize(G1Action):
         before, after = system.computed.get(o, 0), len(s)
         system.model.finalize_computed_prefix(o, before, after, s)
         system.computed[o] = after
-
-
-@attrs.frozen
-class Free(G1Action):
-    """The request's terminal Deref, leaf first (the request leaves)."""
-
-    op = "free"
-    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
-    owner: int
-
-    def perform(self, system: Any) -> Any:
-        return system._deref(self.owner, False)
 
 
 @attrs.frozen
