@@ -89,6 +89,22 @@ class Free(G1Action):
 
 
 @attrs.frozen
+class CancelDestination(G1Action):
+    """The transfer was abandoned: the destination reservation is released
+    (``G1Manager::cancel_destination``) and the request leaves."""
+
+    op = "cancel_destination"
+    ARGS: ClassVar[A.Spec] = {"owner": (A.REQUIRED, A.owner)}
+    owner: int
+
+    def perform(self, system: Any) -> None:
+        o = self.owner
+        system.model.cancel_destination(system._destination(o))
+        system._forget(o)
+        del system.dest[o]
+
+
+@attrs.frozen
 class Counts(G1Action):
     """The manager's three counts: active blocks, inactive blocks, active block references."""
 
@@ -149,6 +165,11 @@ class G1RequestSystem(System):
 
     def _copy_own(self, c: Any) -> None:
         """Copy the subclass's own fields into the clone ``c``."""
+
+    def _forget(self, o: int) -> None:
+        """Request ``o`` leaves (a terminal Deref, a cancelled transfer): drop its sequence and
+        whatever of the subclass's own bookkeeping names it (a subclass extends this)."""
+        del self.seqs[o]
 
     def _before(self) -> Any:
         """The component's record (its invariants' ``Before``) of what they need from before the step."""

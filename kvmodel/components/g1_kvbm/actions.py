@@ -18,7 +18,7 @@ from kvmodel import argspec as A
 from kvmodel.actions import ABSENT, Actions
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.components.g1_requests import Counts, Free, G1Action, ReleaseDecode
+from kvmodel.components.g1_requests import CancelDestination, Counts, Free, G1Action, ReleaseDecode
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -168,23 +168,6 @@ class ActivateDestination(G1Action):
         s = system.seqs[o]
         s.commit_allocation(s.num_input_tokens)
         system.holdings[o] = [] if lay is None else list(lay.blocks)
-        del system.dest[o]
-
-
-@attrs.frozen
-class CancelDestination(G1Action):
-    """The transfer was abandoned: the reservation is released and the request leaves."""
-
-    op = "cancel_destination"
-    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
-    owner: int
-
-    def perform(self, system: Any) -> None:
-        o = self.owner
-        r = system._destination(o)
-        system.model.cancel_destination(r)
-        del system.seqs[o]
-        system.holdings.pop(o, None)
         del system.dest[o]
 
 

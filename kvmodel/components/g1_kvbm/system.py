@@ -142,10 +142,13 @@ class G1KvbmSystem(G1RequestSystem):
         if bad:
             blocks += (FullBlock(self.BAD_HASH),)
         out = self.model.process_for_request(o, G1Deref(blocks), 0)
-        del self.seqs[o]
+        self._forget(o)
+        return out
+
+    def _forget(self, o: int) -> None:
+        super()._forget(o)
         self.holdings.pop(o, None)
         self.stalled.discard(o)
-        return out
 
     def _before(self) -> Before:
         from kvmodel.invariants.kvbm import _parts

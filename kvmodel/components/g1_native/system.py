@@ -90,9 +90,12 @@ class G1System(G1RequestSystem):
                 any(e.matches(b) for e in t) for b in sig.blocks
             )
         out = g.process_for_request(o, sig, 0)
-        del self.seqs[o]
-        self.computed.pop(o, None)
+        self._forget(o)
         return out
+
+    def _forget(self, o: int) -> None:
+        super()._forget(o)
+        self.computed.pop(o, None)
 
     def _before(self) -> Before:
         return Before(set(self.model.native.tables))
