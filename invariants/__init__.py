@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kvmodel.invariants.core import Invariant, StepContext, Violation, Witness
@@ -37,6 +40,8 @@ def reset() -> None:
     global _CACHE
     _CACHE = None
     _BY_COMPONENT.clear()
+    _SPLIT.clear()
+    _POSITION.clear()
 
 
 def __getattr__(name: str) -> Any:
@@ -95,13 +100,64 @@ def components() -> list[str]:
     return seen
 
 
-def check_all(component: str, ctx: StepContext) -> list[Violation]:
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("kvmodel_state_checks_deferred", default=False)
+_SPLIT: dict[str, tuple[tuple[Invariant, ...], tuple[Invariant, ...]]] = {}
+_POSITION: dict[str, dict[str, int]] = {}
+
+
+def _split(component: str) -> tuple[tuple[Invariant, ...], tuple[Invariant, ...]]:
+    """The component's ``state`` invariants, and the rest (``stream`` and ``step``)."""
+    got = _SPLIT.get(component)
+    if got is None:
+        every = for_component(component)
+        got = _SPLIT[component] = (
+            tuple(i for i in every if i.kind == "state"),
+            tuple(i for i in every if i.kind != "state"),
+        )
+    return got
+
+
+def _run(invariants: tuple[Invariant, ...], ctx: StepContext) -> list[Violation]:
     out = []
-    for inv in for_component(component):
+    for inv in invariants:
         msg = inv.check(ctx)
         if msg is not None:
             out.append(Violation(inv.name, msg))
     return out
+
+
+def check_all(component: str, ctx: StepContext) -> list[Violation]:
+    """Every invariant of ``component`` on one step, in declaration order — except the
+    ``state`` ones while :func:`state_checks_deferred` is in force (then :func:`check_state`)."""
+    if _DEFERRED.get():
+        return _run(_split(component)[1], ctx)
+    return _run(for_component(component), ctx)
+
+
+def check_state(component: str, ctx: StepContext, others: list[Violation] = ()) -> list[Violation]:  # type: ignore[assignment]
+    """The ``state`` invariants of ``component`` on the state a step reached; with ``others``
+    (what :func:`check_all` found on the same step while deferring), all of them in
+    declaration order, as :func:`check_all` alone would have listed them."""
+    found = _run(_split(component)[0], ctx)
+    if not found or not others:
+        return [*others, *found]
+    pos = _POSITION.get(component)
+    if pos is None:
+        pos = _POSITION[component] = {i.name: n for n, i in enumerate(for_component(component))}
+    return sorted([*others, *found], key=lambda v: pos[v.invariant])
+
+
+@contextmanager
+def state_checks_deferred() -> Iterator[None]:
+    """While in force, :func:`check_all` leaves the ``state`` invariants out: a caller that
+    meets the same state many times (the explorer) checks them once per new state with
+    :func:`check_state`. A state invariant speaks only of the state after the step, so its
+    verdict on a state is the same whichever step reached it."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
 
 
 __all__ = [
@@ -111,10 +167,12 @@ __all__ = [
     "Witness",
     "catalogue",
     "check_all",
+    "check_state",
     "components",
     "for_component",
     "register",
     "reset",
+    "state_checks_deferred",
     "unregister",
     "witnesses_for",
 ]

@@ -25,6 +25,7 @@ networkx ``DiGraph`` is built when asked for (``graph=True``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import sys
@@ -247,6 +248,7 @@ def explore(
     stop_on_violation: bool = False,
     until: Iterable[str] | None = None,
     reduce_moves: bool = True,
+    defer_state_checks: bool = True,
 ) -> ExploreResult:
     """Breadth-first search of a component's reachable states in the bounded world ``space``
     (a component's ``Space``: ``kvmodel.components``).
@@ -260,7 +262,11 @@ def explore(
     With ``symmetry`` and a space that has ``move_classes(state, moves)``, each state expands one
     move per class of moves its own symmetries make alike, weighted by the class's size in the
     transition and coverage counts (``reduce_moves=False`` expands every move: the peer of the
-    test that both searches give the same result)."""
+    test that both searches give the same result).
+
+    ``defer_state_checks``: the ``state`` invariants run once per new state, at the first step
+    that reaches it, not on every step (``invariants.state_checks_deferred``; ``False`` runs them
+    on every step: the peer of the test that both give the same result)."""
     if space is None:
         raise TypeError("explore() needs a space: a component's bounded world")
     sp: Space = space
@@ -300,63 +306,71 @@ def explore(
         out.reverse()
         return out
 
-    while queue:
-        if stop_on_violation and res.violations:
-            res.complete = False
-            break
-        if wanted and wanted <= res.violations.keys():
-            res.complete, res.stopped_early = False, True
-            break
-        k, s = queue.popleft()
-        d = parent[k][2]
-        ok_any = False
-        for mi, weight in every if classes is None else classes(s, moves):
-            move = moves[mi]
-            kind = sp.move_kind(move)
-            c = cov.setdefault(kind, Counter())
-            if not sp.allows(s, move):
-                c["disabled"] += weight
-                continue
-            op, decoded, _ = sp.concrete(s, move)
-            nxt = s.clone()
-            out = nxt.apply(op, decoded)
-            res.transitions += weight
-            res.transitions_run += 1
-            if out.error is not None:
-                c["rejected"] += weight
-            else:
-                c["ok"] += weight
-                ok_any = True
-            for v in out.violations:
-                if v.invariant not in res.violations:
-                    steps = [*path_to(k), mi]
-                    res.violations[v.invariant] = {
-                        "depth": d + 1,
-                        "message": v.message,
-                        "steps": len(steps),
-                        "trace": steps,
-                        "found_after_s": round(time.perf_counter() - t0, 4),
-                    }
-                    if graph:
-                        res.violations[v.invariant]["path_keys"] = [*keys_to(k), sp.key(nxt, symmetry)]
-            if out.ctx is not None:
-                for w in ws:
-                    if w.name not in res.witnesses and w.check(out.ctx):
-                        res.witnesses[w.name] = d + 1
-            k2 = sp.key(nxt, symmetry)
-            if graph:
-                edges.append((k, k2, kind))
-            if k2 not in parent:
-                if len(parent) >= max_states:
-                    res.complete = False
+    with invariants.state_checks_deferred() if defer_state_checks else contextlib.nullcontext():
+        while queue:
+            if stop_on_violation and res.violations:
+                res.complete = False
+                break
+            if wanted and wanted <= res.violations.keys():
+                res.complete, res.stopped_early = False, True
+                break
+            k, s = queue.popleft()
+            d = parent[k][2]
+            ok_any = False
+            for mi, weight in every if classes is None else classes(s, moves):
+                move = moves[mi]
+                kind = sp.move_kind(move)
+                c = cov.setdefault(kind, Counter())
+                if not sp.allows(s, move):
+                    c["disabled"] += weight
                     continue
-                parent[k2] = (k, mi, d + 1)
-                res.depth = max(res.depth, d + 1)
-                queue.append((k2, nxt))
-        if not ok_any:
-            res.deadlocks += 1
-        if progress is not None and len(parent) % 5000 == 0:
-            progress(len(parent), res.transitions, d)
+                op, decoded, _ = sp.concrete(s, move)
+                nxt = s.clone()
+                out = nxt.apply(op, decoded)
+                res.transitions += weight
+                res.transitions_run += 1
+                if out.error is not None:
+                    c["rejected"] += weight
+                else:
+                    c["ok"] += weight
+                    ok_any = True
+                k2 = sp.key(nxt, symmetry)
+                new = k2 not in parent
+                violations = out.violations
+                if new and defer_state_checks and out.ctx is not None:
+                    # the state invariants, deferred (``invariants.state_checks_deferred``): once per
+                    # state, at the first step that reaches it (a step to a known state would give
+                    # the verdict that state already had)
+                    violations = out.violations = invariants.check_state(sp.component, out.ctx, violations)
+                for v in violations:
+                    if v.invariant not in res.violations:
+                        steps = [*path_to(k), mi]
+                        res.violations[v.invariant] = {
+                            "depth": d + 1,
+                            "message": v.message,
+                            "steps": len(steps),
+                            "trace": steps,
+                            "found_after_s": round(time.perf_counter() - t0, 4),
+                        }
+                        if graph:
+                            res.violations[v.invariant]["path_keys"] = [*keys_to(k), k2]
+                if out.ctx is not None:
+                    for w in ws:
+                        if w.name not in res.witnesses and w.check(out.ctx):
+                            res.witnesses[w.name] = d + 1
+                if graph:
+                    edges.append((k, k2, kind))
+                if new:
+                    if len(parent) >= max_states:
+                        res.complete = False
+                        continue
+                    parent[k2] = (k, mi, d + 1)
+                    res.depth = max(res.depth, d + 1)
+                    queue.append((k2, nxt))
+            if not ok_any:
+                res.deadlocks += 1
+            if progress is not None and len(parent) % 5000 == 0:
+                progress(len(parent), res.transitions, d)
     res.seconds = time.perf_counter() - t0
     res.peak_rss_bytes = _peak_rss()
     res.states = len(parent)

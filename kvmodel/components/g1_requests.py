@@ -13,7 +13,6 @@ events are drained into the monitor and the component's invariants are checked o
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Self
 
@@ -151,6 +150,7 @@ class G1RequestSystem(System):
         self.decodes: list[Any] = []
         self.dest: dict[int, Any] = {}
         self._pre: Any = None
+        self._model_key: Any = None  # the manager's key, while the manager is as it was cloned
 
     # -- what a subclass brings
     def _monitor(self) -> Any:
@@ -199,9 +199,14 @@ class G1RequestSystem(System):
         c.monitor = self.monitor.copy()
         c.seqs = {k: v.copy() for k, v in self.seqs.items()}
         # reservations point into the manager's bookkeeping only by value: copy them
-        c.decodes = [copy.deepcopy(r) for r in self.decodes]
-        c.dest = {k: copy.deepcopy(v) for k, v in self.dest.items()}
+        c.decodes = [r.copy() for r in self.decodes]
+        c.dest = {k: v.copy() for k, v in self.dest.items()}
         c._pre = None
+        # the explorer clones one state once per move: the key its steps compare against is the
+        # source's, computed once (the manager changes only in ``apply``, which drops it)
+        if self._model_key is None:
+            self._model_key = self.model.key()
+        c._model_key = self._model_key
         self._copy_own(c)
         return c
 
@@ -233,7 +238,8 @@ class G1RequestSystem(System):
         action = decoded if isinstance(decoded, Action) else self.decode(op, decoded)
         if action.op != op:
             raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
-        pre_key = self.model.key()
+        pre_key = self._model_key if self._model_key is not None else self.model.key()
+        self._model_key = None
         self._pre = pre = self._before()
         out = Outcome(op, args_json if args_json is not None else action.to_json())
         seqs = dict(self.seqs)

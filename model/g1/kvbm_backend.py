@@ -87,6 +87,9 @@ class KvbmDecodeReservation:
     def __len__(self) -> int:
         return len(self.slots)
 
+    def copy(self) -> KvbmDecodeReservation:
+        return KvbmDecodeReservation(list(self.slots), self.backend)
+
 
 @attrs.define
 class KvbmDestination:
@@ -98,6 +101,10 @@ class KvbmDestination:
     unpublished: list[int]
     backend: str = "kvbm"
     live: bool = True
+
+    def copy(self) -> KvbmDestination:
+        """An independent copy: the lists copied, the layout (never changed once built) shared."""
+        return KvbmDestination(self.layout, list(self.pinned), list(self.unpublished), self.backend, self.live)
 
     def transferable_prompt_tokens(self, block_size: int) -> int:
         """``#unpublished × block_size`` (a partial tail counts as a whole block, §6 #15)."""

@@ -75,6 +75,9 @@ class DecodeReservation:
     pool: Reservation
     backend: str = "native"
 
+    def copy(self) -> DecodeReservation:
+        return DecodeReservation(self.pool.copy(), self.backend)
+
 
 @attrs.define
 class DestinationReservation:
@@ -85,6 +88,11 @@ class DestinationReservation:
 
     prompt_tokens: int = 0
     quirks: frozenset[str] = frozenset()
+
+    def copy(self) -> DestinationReservation:
+        """An independent copy: the pool reservation copied, the layout (never changed once
+        built) shared."""
+        return attrs.evolve(self, pool=self.pool.copy())
 
     def transferable_prompt_tokens(self, block_size: int) -> int:
         """Faithful (§6 #15, ``transferable_counts_partial_tail``): fresh blocks × block size, a

@@ -66,6 +66,9 @@ class Reservation:
     def __len__(self) -> int:
         return len(self.prefix) + self.fresh
 
+    def copy(self) -> Reservation:
+        return Reservation(list(self.prefix), self.fresh)
+
 
 @attrs.define
 class Reserved:

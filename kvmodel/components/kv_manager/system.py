@@ -34,6 +34,7 @@ class KvManagerSystem(System):
             evictor=self.config["evictor"],
         )
         self.monitor = KvMonitor(self.model.channel)
+        self._pre: tuple[Any, Before] | None = None  # the model's key and Before, while unchanged
 
     def decode(self, op: str, args: Any) -> Any:
         return ACTIONS.decode(op, args)
@@ -45,8 +46,8 @@ class KvManagerSystem(System):
         if action.op != op:
             raise InvalidInput(f"kv_manager: a {action.op} action applied as {op!r:.60}")
         m = self.model
-        pre_key = m.key()
-        pre = Before(dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks))
+        pre_key, pre = self._pre or self._before()
+        self._pre = None
         out = Outcome(op, args_json if args_json is not None else action.to_json())
         try:
             out.result = action.run(m)
@@ -60,6 +61,12 @@ class KvManagerSystem(System):
         out.ctx = ctx
         return out
 
+    def _before(self) -> tuple[Any, Before]:
+        """The model's key and what the step invariants read of the state before a step (read,
+        never changed, by them)."""
+        m = self.model
+        return m.key(), Before(dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks))
+
     def snapshot(self) -> dict[str, Any]:
         return self.model.snapshot()  # type: ignore[no-any-return]
 
@@ -72,4 +79,9 @@ class KvManagerSystem(System):
         c.component, c.config, c.quirks = self.component, self.config, self.quirks
         c.model = self.model.clone()
         c.monitor = self.monitor.copy()
+        # the explorer clones one state once per move: what its steps compare against is the
+        # source's, computed once (the model changes only in ``apply``, which drops it)
+        if self._pre is None:
+            self._pre = self._before()
+        c._pre = self._pre
         return c
