@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kvmodel import cli, components, explorer, traces
+from kvmodel.components.g1_requests import renamed_blocks
 from kvmodel.components.kv_manager.space import KvSpace
+from kvmodel.model.blocks import FullBlock, PartialBlock
 from kvmodel.model.quirks import QUIRKS, quirks_of
 
 from .test_cli import ROOT
@@ -363,3 +367,20 @@ def test_check_quirk_search_stops_with_the_verdict_and_trace_of_the_whole_search
     assert got.violation["invariant"] == viol["invariant"] and got.violation["step"] == viol["step"]
     assert json.loads(Path(got.trace).read_text())["steps"] == trace["steps"]
     assert got.states is not None and got.states <= whole.states
+
+
+@given(
+    blocks=st.lists(
+        st.one_of(
+            st.builds(FullBlock, st.integers(-(2**64), 2**64)),
+            st.builds(PartialBlock, st.text(max_size=8)),
+        ),
+        max_size=6,
+    )
+)
+def test_the_g1_keys_block_text_is_the_blocks_repr(blocks: list[Any]) -> None:
+    """The G1 systems' keys spell blocks as their reprs (a faster spelling, the same text)."""
+    assert renamed_blocks(blocks, lambda u: u) == tuple(repr(b) for b in blocks)
+    assert renamed_blocks(blocks, lambda u: u + "'") == tuple(
+        repr(PartialBlock(b.uuid + "'")) if isinstance(b, PartialBlock) else repr(b) for b in blocks
+    )

@@ -21,7 +21,7 @@ import attrs
 from kvmodel import argspec as A
 from kvmodel.actions import Action, Actions
 from kvmodel.invariants import StepContext
-from kvmodel.model.blocks import PartialBlock
+from kvmodel.model.blocks import FullBlock, PartialBlock
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
@@ -45,9 +45,18 @@ def renaming(perm: tuple[int, ...] | None) -> tuple[Callable[[int], int], Callab
     return (lambda o: p[o]), uuid
 
 
+def _block_text(b: Any, uuid: Callable[[str], str]) -> str:
+    t = type(b)
+    if t is FullBlock:
+        return f"FullBlock(hash={b.hash!r})"  # repr(b), without attrs' generic repr
+    if t is PartialBlock:
+        return f"PartialBlock(uuid={uuid(b.uuid)!r})"
+    return repr(b)
+
+
 def renamed_blocks(blocks: Iterable[Any], uuid: Callable[[str], str]) -> tuple[str, ...]:
     """The blocks' reprs (as the systems' keys hold them), partial names renamed by ``uuid``."""
-    return tuple(repr(PartialBlock(uuid(b.uuid))) if isinstance(b, PartialBlock) else repr(b) for b in blocks)
+    return tuple(_block_text(b, uuid) for b in blocks)
 
 
 class G1Action(Action):
