@@ -203,6 +203,30 @@ class ActionSystem(System):
         return out
 
 
+class ActionMoves:
+    """The explorer-space side of a bounded world whose moves are action instances.
+
+    A move is the action itself (its JSON is the trace's arguments) and is allowed where the
+    guard its class has in this world says so: what the real caller ensures before making the
+    call (a request exists, is allocated, is not a pending destination) and the world's own
+    bounds (how many tokens a request grows by, one decode reservation). ``GUARDS`` maps each
+    action class the world's moves use to its guard, ``guard(space, system, action)``; the
+    world dispatches on the action's class, as ``System.apply`` does."""
+
+    GUARDS: ClassVar[Mapping[type[Action], Callable[..., bool]]] = {}
+
+    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
+        # a fresh JSON per step: a list argument shared by every trace would be one object
+        args = {k: list(v) if isinstance(v, list) else v for k, v in move.to_json().items()}
+        return move.op, move, args
+
+    def allows(self, s: System, move: Any) -> bool:
+        return bool(self.GUARDS[type(move)](self, s, move))
+
+    def move_kind(self, move: Any) -> str:
+        return str(move.op)
+
+
 class ActionSpace:
     """An explorer space whose moves are a component's action instances in a world."""
 

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kvmodel.actions import ActionMoves
+from kvmodel.components.g1_kvbm.actions import (
+    ActivateDestination,
+    Allocate,
+    BadDeref,
+    BadUse,
+    DecodePush,
+    NewRequest,
+    Push,
+    Resend,
+    ReserveDecode,
+    ReserveDestination,
+)
+from kvmodel.components.g1_requests import CancelDestination, Free, ReleaseDecode
 from kvmodel.explorer import NoSymmetry, owner_canonical
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
+
+if TYPE_CHECKING:
+    from kvmodel.components.g1_kvbm.system import G1KvbmSystem
 
 # (tokens, prefix caching): two full blocks; a block whose PLH collides with the first one's
 # when fragments are reduced modulo 2 (a different sequence hash, the same PLH); a
@@ -25,7 +42,7 @@ KVBM_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
 
 
 @attrs.frozen
-class KvbmSpace(NoSymmetry):
+class KvbmSpace(ActionMoves, NoSymmetry):
     """Bounded G1 world with the KVBM backend (capacity 3, block size 2, PLH fragments modulo
     2): ``owners`` requests started from one of ``prompts`` prompts, growing by ``pushes``
     tokens; at most one decode reservation of ``decode`` slots; destinations; a request's
@@ -75,69 +92,83 @@ class KvbmSpace(NoSymmetry):
         return G1KvbmSystem({"max_capacity": 3, "plh_fragments": 2, **config}, list(quirks))
 
     def moves(self) -> list[Any]:
+        """The world's action instances, in the order the search tries them."""
         os_, ps = range(self.owners), range(self.prompts)
-        out: list[Any] = [("new_request", o, p) for o in os_ for p in ps]
-        out += [(k, o) for k in ("allocate", "push", "resend", "free") for o in os_]
+        out: list[Any] = [NewRequest(o, list(KVBM_PROMPTS[p][0]), KVBM_PROMPTS[p][1]) for o in os_ for p in ps]
+        out += [Allocate(o) for o in os_]
+        out += [Push(o, 6) for o in os_]
+        out += [c(o) for c in (Resend, Free) for o in os_]
         if self.decode:
-            out += [("reserve_decode",), ("release_decode",)]
-            out += [("decode_push", o) for o in os_]
-        out += [("reserve_destination", o, p) for o in os_ for p in ps]
-        out += [(k, o) for k in ("activate_destination", "cancel_destination") for o in os_]
+            out += [ReserveDecode(self.decode), ReleaseDecode()]
+            out += [DecodePush(o, 6) for o in os_]
+        out += [ReserveDestination(o, list(KVBM_PROMPTS[p][0]), KVBM_PROMPTS[p][1]) for o in os_ for p in ps]
+        out += [c(o) for c in (ActivateDestination, CancelDestination) for o in os_]
         if self.bad:
-            out += [("bad_use", "dup_partial"), ("bad_use", "hash_two_plhs")]
-            out += [("bad_deref", o) for o in os_]
+            out += [BadUse("dup_partial"), BadUse("hash_two_plhs")]
+            out += [BadDeref(o) for o in os_]
         return out
 
-    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
-        kind = move[0]
-        if kind in ("new_request", "reserve_destination"):
-            toks, caching = KVBM_PROMPTS[move[2]]
-            a: dict[str, Any] = {"owner": move[1], "tokens": list(toks), "caching": caching}
-        elif kind in ("push", "decode_push"):
-            a = {"owner": move[1], "token": 6}
-        elif kind == "reserve_decode":
-            a = {"count": self.decode}
-        elif kind == "release_decode":
-            a = {}
-        elif kind == "bad_use":
-            a = {"kind": move[1]}
-        else:
-            a = {"owner": move[1]}
-        from kvmodel.components.g1_kvbm.actions import ACTIONS
+    # -- the guards (``ActionMoves.GUARDS``): the scheduler's own preconditions and the bounds
 
-        return kind, ACTIONS.by_op[kind](**a), a
+    def _bad_use_once(self, s: G1KvbmSystem, a: Any) -> bool:
+        """Once: a faithful commit-time panic leaves the entry installed, and naming it again
+        would only grow its reference count without bound."""
+        m = s.model.kvbm
+        return bool(s.BAD_HASH not in m.active_full and "bad" not in m.active_partial)
 
-    def allows(self, s: System, move: Any) -> bool:
-        from kvmodel.components.g1_kvbm.system import G1KvbmSystem
+    def _fresh(self, s: G1KvbmSystem, a: Any) -> bool:
+        return s.seqs.get(a.owner) is None
 
-        assert isinstance(s, G1KvbmSystem)
-        kind = move[0]
-        if kind == "bad_use":
-            # once: a faithful commit-time panic leaves the entry installed, and naming it
-            # again would only grow its reference count without bound
-            m = s.model.kvbm
-            return s.BAD_HASH not in m.active_full and "bad" not in m.active_partial
-        o: int = move[1] if len(move) > 1 else -1
+    def _unallocated(self, s: G1KvbmSystem, a: Any) -> bool:
+        o = a.owner
+        return s.seqs.get(o) is not None and not s.holdings.get(o) and o not in s.dest
+
+    def _grows(self, s: G1KvbmSystem, o: int) -> bool:
+        """An allocated request, not stalled on a failed step, grows by ``pushes`` tokens at most."""
         seq = s.seqs.get(o)
-        held = s.holdings.get(o) or []
-        if kind in ("new_request", "reserve_destination"):
-            return seq is None
-        if kind == "allocate":
-            return seq is not None and not held and o not in s.dest
-        if kind in ("push", "decode_push"):
-            if seq is None or not held or o in s.dest or o in s.stalled:
-                return False
-            if len(seq) >= seq.num_input_tokens + self.pushes:
-                return False
-            if kind == "decode_push":
-                return bool(s.decodes) and ((len(seq) + 1) % seq.block_size != 1 or bool(s.decodes[0].slots))
-            return True
-        if kind == "resend":
-            return bool(held) and len(held) == len(set(held)) and o not in s.dest
-        if kind in ("free", "bad_deref"):
-            return seq is not None and o not in s.dest
-        if kind == "reserve_decode":
-            return not s.decodes
-        if kind == "release_decode":
-            return bool(s.decodes)
-        return o in s.dest  # activate / cancel
+        if seq is None or not s.holdings.get(o) or o in s.dest or o in s.stalled:
+            return False
+        return bool(len(seq) < seq.num_input_tokens + self.pushes)
+
+    def _pushes(self, s: G1KvbmSystem, a: Any) -> bool:
+        return self._grows(s, a.owner)
+
+    def _decode_pushes(self, s: G1KvbmSystem, a: Any) -> bool:
+        """As a push, under a decode reservation with a slot left for a token starting a block."""
+        if not self._grows(s, a.owner) or not s.decodes:
+            return False
+        seq = s.seqs[a.owner]
+        return (len(seq) + 1) % seq.block_size != 1 or bool(s.decodes[0].slots)
+
+    def _resends(self, s: G1KvbmSystem, a: Any) -> bool:
+        held = s.holdings.get(a.owner) or []
+        return bool(held) and len(held) == len(set(held)) and a.owner not in s.dest
+
+    def _running(self, s: G1KvbmSystem, a: Any) -> bool:
+        return s.seqs.get(a.owner) is not None and a.owner not in s.dest
+
+    def _no_decode(self, s: G1KvbmSystem, a: Any) -> bool:
+        return not s.decodes
+
+    def _a_decode(self, s: G1KvbmSystem, a: Any) -> bool:
+        return bool(s.decodes)
+
+    def _transferring(self, s: G1KvbmSystem, a: Any) -> bool:
+        return a.owner in s.dest
+
+
+KvbmSpace.GUARDS = {
+    BadUse: KvbmSpace._bad_use_once,
+    NewRequest: KvbmSpace._fresh,
+    ReserveDestination: KvbmSpace._fresh,
+    Allocate: KvbmSpace._unallocated,
+    Push: KvbmSpace._pushes,
+    DecodePush: KvbmSpace._decode_pushes,
+    Resend: KvbmSpace._resends,
+    Free: KvbmSpace._running,
+    BadDeref: KvbmSpace._running,
+    ReserveDecode: KvbmSpace._no_decode,
+    ReleaseDecode: KvbmSpace._a_decode,
+    ActivateDestination: KvbmSpace._transferring,
+    CancelDestination: KvbmSpace._transferring,
+}

@@ -3,19 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kvmodel.actions import ActionMoves
+from kvmodel.components.g1_native.actions import (
+    ActivateDestination,
+    Allocate,
+    DerefInOrder,
+    Finalize,
+    NewRequest,
+    Push,
+    ReserveDecode,
+    ReserveDestination,
+)
+from kvmodel.components.g1_requests import CancelDestination, Free, ReleaseDecode
 from kvmodel.explorer import NoSymmetry, owner_canonical
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
+
+if TYPE_CHECKING:
+    from kvmodel.components.g1_native.system import G1System
 
 G1_PROMPTS: tuple[tuple[int, ...], ...] = ((1, 2, 5), (7,), (1, 2, 3, 4))
 
 
 @attrs.frozen
-class G1Space(NoSymmetry):
+class G1Space(ActionMoves, NoSymmetry):
     """Bounded G1 world (native backend): ``owners`` requests, each started from one of the
     prompts (block size 2: a full block and a partial; a lone partial; the same first block and one more),
     growing by ``pushes`` tokens at most; at most one decode reservation of ``decode`` slots.
@@ -52,61 +67,69 @@ class G1Space(NoSymmetry):
         return G1System({"max_capacity": 3, **config}, list(quirks))
 
     def moves(self) -> list[Any]:
+        """The world's action instances, in the order the search tries them."""
         os_, ps = range(self.owners), range(self.prompts)
-        out: list[Any] = [("new_request", o, p) for o in os_ for p in ps]
-        out += [("allocate", o, r) for o in os_ for r in (False, True)]
-        out += [(k, o) for k in ("push", "finalize", "free", "deref_in_order") for o in os_]
+        out: list[Any] = [NewRequest(o, list(G1_PROMPTS[p])) for o in os_ for p in ps]
+        out += [Allocate(o, r) for o in os_ for r in (False, True)]
+        out += [Push(o, 6) for o in os_]
+        out += [c(o) for c in (Finalize, Free, DerefInOrder) for o in os_]
         if self.decode:
-            out += [("reserve_decode",), ("release_decode",)]
-        out += [("reserve_destination", o, p) for o in os_ for p in ps]
-        out += [(k, o) for k in ("activate_destination", "cancel_destination") for o in os_]
+            out += [ReserveDecode(self.decode), ReleaseDecode()]
+        out += [ReserveDestination(o, list(G1_PROMPTS[p])) for o in os_ for p in ps]
+        out += [c(o) for c in (ActivateDestination, CancelDestination) for o in os_]
         return out
 
-    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
-        kind = move[0]
-        if kind in ("new_request", "reserve_destination"):
-            a: dict[str, Any] = {"owner": move[1], "tokens": list(G1_PROMPTS[move[2]])}
-        elif kind == "allocate":
-            a = {"owner": move[1], "reuse": move[2]}
-        elif kind == "push":
-            a = {"owner": move[1], "token": 6}
-        elif kind == "reserve_decode":
-            a = {"count": self.decode}
-        elif kind == "release_decode":
-            a = {}
-        else:
-            a = {"owner": move[1]}
-        from kvmodel.components.g1_native.actions import ACTIONS
+    # -- the guards (``ActionMoves.GUARDS``): the scheduler's own preconditions and the bounds
 
-        return kind, ACTIONS.by_op[kind](**a), a
+    def _fresh(self, s: G1System, a: Any) -> bool:
+        return s.seqs.get(a.owner) is None
 
-    def allows(self, s: System, move: Any) -> bool:
-        from kvmodel.components.g1_native.system import G1System
+    def _unallocated(self, s: G1System, a: Any) -> bool:
+        seq = s.seqs.get(a.owner)
+        return seq is not None and seq.num_allocated_tokens == 0 and a.owner not in s.dest
 
-        assert isinstance(s, G1System)
-        kind = move[0]
-        seq = s.seqs.get(move[1]) if len(move) > 1 else None
-        if kind in ("new_request", "reserve_destination"):
-            return seq is None
-        if kind == "allocate":
-            return seq is not None and seq.num_allocated_tokens == 0 and move[1] not in s.dest
-        if kind == "push":
-            # Decode follows allocation; a push that starts a new block (and so promotes the
-            # completed tail) happens only once everything before it was computed and finalized
-            # (the scheduler generates a token after the forward pass over its predecessors).
-            return (
-                seq is not None
-                and move[1] in s.model.native.tables
-                and ((len(seq) + 1) % seq.block_size != 1 or s.computed.get(move[1]) == len(seq))
-                and len(seq) < seq.num_input_tokens + self.pushes
-                and move[1] not in s.dest
-            )
-        if kind == "finalize":
-            return seq is not None and move[1] not in s.dest
-        if kind in ("free", "deref_in_order"):
-            return seq is not None and move[1] in s.model.native.tables and move[1] not in s.dest
-        if kind == "reserve_decode":
-            return not s.decodes
-        if kind == "release_decode":
-            return bool(s.decodes)
-        return move[1] in s.dest  # activate / cancel
+    def _decodes(self, s: G1System, a: Any) -> bool:
+        """Decode follows allocation; a push that starts a new block (and so promotes the
+        completed tail) happens only once everything before it was computed and finalized (the
+        scheduler generates a token after the forward pass over its predecessors); a request
+        grows by ``pushes`` tokens at most."""
+        o = a.owner
+        seq = s.seqs.get(o)
+        return (
+            seq is not None
+            and o in s.model.native.tables
+            and ((len(seq) + 1) % seq.block_size != 1 or s.computed.get(o) == len(seq))
+            and len(seq) < seq.num_input_tokens + self.pushes
+            and o not in s.dest
+        )
+
+    def _running(self, s: G1System, a: Any) -> bool:
+        return s.seqs.get(a.owner) is not None and a.owner not in s.dest
+
+    def _allocated(self, s: G1System, a: Any) -> bool:
+        o = a.owner
+        return s.seqs.get(o) is not None and o in s.model.native.tables and o not in s.dest
+
+    def _no_decode(self, s: G1System, a: Any) -> bool:
+        return not s.decodes
+
+    def _a_decode(self, s: G1System, a: Any) -> bool:
+        return bool(s.decodes)
+
+    def _transferring(self, s: G1System, a: Any) -> bool:
+        return a.owner in s.dest
+
+
+G1Space.GUARDS = {
+    NewRequest: G1Space._fresh,
+    ReserveDestination: G1Space._fresh,
+    Allocate: G1Space._unallocated,
+    Push: G1Space._decodes,
+    Finalize: G1Space._running,
+    Free: G1Space._allocated,
+    DerefInOrder: G1Space._allocated,
+    ReserveDecode: G1Space._no_decode,
+    ReleaseDecode: G1Space._a_decode,
+    ActivateDestination: G1Space._transferring,
+    CancelDestination: G1Space._transferring,
+}
