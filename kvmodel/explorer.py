@@ -58,17 +58,14 @@ class Space(Protocol):
 
 
 class NoSymmetry:
-    """For spaces whose moves name fixed slots: the system's own key, orbits of one, moves named
-    by their first element."""
+    """For spaces whose moves name fixed slots: the system's own key and orbits of one (a space
+    whose moves are action instances names them by their operation, ``actions.ActionMoves``)."""
 
     def key(self, s: System, symmetry: bool) -> Any:
         return s.key()
 
     def orbit(self, key: Any) -> int:
         return 1
-
-    def move_kind(self, move: Any) -> str:
-        return str(move[0])
 
 
 def owner_canonical(s: Any, owners: int) -> tuple[int, str]:

@@ -384,3 +384,41 @@ def test_the_g1_keys_block_text_is_the_blocks_repr(blocks: list[Any]) -> None:
     assert renamed_blocks(blocks, lambda u: u + "'") == tuple(
         repr(PartialBlock(b.uuid + "'")) if isinstance(b, PartialBlock) else repr(b) for b in blocks
     )
+
+
+def _action_worlds() -> list[Any]:
+    from kvmodel.components.g1_kvbm.space import KvbmSpace
+    from kvmodel.components.g1_native.space import G1Space
+    from kvmodel.components.lru.space import LruSpace
+    from kvmodel.components.registry.space import RegSpace
+
+    return [
+        G1Space(owners=2, decode=1),
+        KvbmSpace(decode=1, pushes=2),
+        RegSpace(shared=True),
+        LruSpace("lru_evictor_wallclock"),
+        LruSpace("lru_evictor_counter"),
+    ]
+
+
+@pytest.mark.parametrize("space", _action_worlds(), ids=lambda sp: type(sp).__name__ + ":" + sp.component)
+@given(picks=st.lists(st.integers(0, 10_000), max_size=12))
+def test_a_worlds_moves_are_actions_whose_json_is_the_trace(space: Any, picks: list[int]) -> None:
+    """In every world whose moves are action instances (issue 22), along random runs: each move
+    has its class's guard, its kind is its class's, and the JSON a trace records decodes to the
+    very action the search ran (so a counterexample replays as found)."""
+    s = space.system({}, [])
+    moves = space.moves()
+    for p in [*picks, None]:
+        enabled = []
+        for m in moves:
+            assert type(m) in space.GUARDS
+            if space.allows(s, m):
+                enabled.append(m)
+                op, decoded, args = space.concrete(s, m)
+                assert op == m.op == decoded.op and type(decoded) is type(m)
+                assert s.decode(op, json.loads(json.dumps(args))) == decoded
+        if p is None or not enabled:
+            break
+        op, decoded, _ = space.concrete(s, enabled[p % len(enabled)])
+        s.apply(op, decoded)

@@ -274,16 +274,13 @@ KV_SMALL_MOVES = [("process", m.to_json()) for m in KvSpace(3, 2, 3, 2).actions(
 
 
 def _lru_moves(component: str) -> list[tuple[str, Any]]:
+    """The explorer world's moves as the spec's operations (a wall-clock insert by its tick)."""
     out: list[tuple[str, Any]] = []
-    for op, o, tick in LruSpace(component, 3, 6).moves():
-        if op == "evict":
-            out.append(("evict", {}))
-        elif op == "insert" and component == "lru_evictor_wallclock":
-            out.append(("insert", {"object": o, "tick": tick}))
-        elif op == "insert" and tick:
-            continue
+    for m in LruSpace(component, 3, 6).moves():
+        if m.op == "insert" and component == "lru_evictor_wallclock":
+            out.append(("insert", {"object": m.object, "tick": m.clock}))
         else:
-            out.append((op, {"object": o}))
+            out.append((m.op, m.to_json()))
     out.append(("len", {}))
     return out
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.actions import Action
+from kvmodel.actions import ActionMoves
 from kvmodel.components.lru.actions import Evict, Insert, PushFront, Remove
 from kvmodel.components.lru.system import LruSystem
 from kvmodel.model.errors import InvalidInput
@@ -17,7 +17,7 @@ from kvmodel.systems import System
 
 
 @attrs.frozen
-class LruSpace:
+class LruSpace(ActionMoves):
     """Bounded LRU evictor: ``objects`` interchangeable objects; insert at the current clock
     reading or one tick later (the wall-clock evictor's clock is explicit), remove, evict,
     push_front (counter evictor only); the wall-clock evictor's queue holds at most
@@ -40,36 +40,34 @@ class LruSpace:
         return LruSystem(self.component, config, list(quirks))
 
     def moves(self) -> list[Any]:
-        out: list[Any] = [("insert", o, t) for o in range(self.objects) for t in (0, 1)]
-        out += [("remove", o, 0) for o in range(self.objects)] + [("evict", None, 0)]
-        if self.component == "lru_evictor_counter":
-            out += [("push_front", o, 0) for o in range(self.objects)]
+        """The world's action instances, in the order the search tries them. A wall-clock insert
+        names its tick past the evictor's clock (0 or 1), made a clock reading when it runs
+        (:meth:`concrete`); the counter evictor has no clock, so one insert per object."""
+        wall = self.component == "lru_evictor_wallclock"
+        out: list[Any] = [
+            Insert(o, t) if wall else Insert(o) for o in range(self.objects) for t in ((0, 1) if wall else (0,))
+        ]
+        out += [Remove(o) for o in range(self.objects)] + [Evict()]
+        if not wall:
+            out += [PushFront(o) for o in range(self.objects)]
         return out
 
     def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
-        """The move's action in state ``s`` (the wall-clock insert at the evictor's clock plus the
-        move's tick), with its trace-format arguments."""
-        op, obj, tick = move
-        if op == "insert" and self.component == "lru_evictor_counter" and tick:
-            return "insert", None, None  # the counter evictor has no clock: one insert move suffices
-        if op == "insert" and self.component == "lru_evictor_wallclock":
+        """The move in state ``s``: the wall-clock insert at the evictor's clock plus the move's tick."""
+        if isinstance(move, Insert) and move.clock is not None:
             assert isinstance(s.model, WallClockLRU)
-            action: Action = Insert(obj, s.model.clock + tick)
-        else:
-            action = Evict() if obj is None else {"insert": Insert, "remove": Remove, "push_front": PushFront}[op](obj)
-        return op, action, action.to_json()
+            move = Insert(move.object, s.model.clock + move.clock)
+        return super().concrete(s, move)
 
-    def allows(self, s: System, move: Any) -> bool:
-        """The counter evictor has no clock tick; and the wall-clock evictor's lazy queue is
-        bounded: with equal timestamps its cleanup keeps every duplicate entry, so repeated
-        inserts within one tick grow it without limit (a leak of the real code, §6 #12)."""
-        if move[0] != "insert":
-            return True
-        if self.component == "lru_evictor_counter":
-            return not move[2]
+    def _queue_room(self, s: System, a: Any) -> bool:
+        """The wall-clock evictor's lazy queue is bounded: with equal timestamps its cleanup keeps
+        every duplicate entry, so repeated inserts within one tick grow it without limit (a leak
+        of the real code, §6 #12)."""
         m = s.model
-        assert isinstance(m, WallClockLRU)
-        return len(m.queue) < self.max_queue
+        return not isinstance(m, WallClockLRU) or len(m.queue) < self.max_queue
+
+    def _always(self, s: System, a: Any) -> bool:
+        return True
 
     def key(self, s: System, symmetry: bool) -> Any:
         """Objects in eviction order, plus, for the wall-clock evictor, its lazy queue and table
@@ -99,8 +97,13 @@ class LruSpace:
         used = len({o for o in [*_objects(key[0]), *key[1]]})
         return math.perm(self.objects, used)
 
-    def move_kind(self, move: Any) -> str:
-        return str(move[0])
+
+LruSpace.GUARDS = {
+    Insert: LruSpace._queue_room,
+    Remove: LruSpace._always,
+    Evict: LruSpace._always,
+    PushFront: LruSpace._always,
+}
 
 
 def _stamp_key(t: Any) -> tuple[int, int]:

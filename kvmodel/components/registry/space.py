@@ -7,13 +7,26 @@ from typing import Any
 
 import attrs
 
+from kvmodel.actions import ActionMoves
+from kvmodel.components.registry.actions import (
+    ClonePublisher,
+    Drain,
+    Drop,
+    NewPublisher,
+    Publish,
+    RegisterBlock,
+    RemoveHandle,
+    StateFromResetApplyTokenBlock,
+    TakeHandle,
+)
 from kvmodel.explorer import NoSymmetry
 from kvmodel.model.errors import require_naturals
+from kvmodel.model.registry import block_from_json
 from kvmodel.systems import System
 
 
 @attrs.frozen
-class RegSpace(NoSymmetry):
+class RegSpace(ActionMoves, NoSymmetry):
     """Bounded registry world: ``states`` block-state slots (each filled with a Complete block of
     one of ``hashes`` hashes), ``publish_handles`` and ``arcs`` slots for what register_block and
     remove_handle return, ``publishers`` publisher slots, and at most ``max_pending`` undrained
@@ -56,17 +69,33 @@ class RegSpace(NoSymmetry):
         )
 
     def moves(self) -> list[Any]:
-        self_pools = [r[0] for r in self.registries()]
-        out: list[Any] = [("complete", i, h) for i in range(self.states) for h in range(self.hashes)]
-        out += [("register", p, i) for p in self_pools for i in range(self.states)]
-        out += [("drop", n) for n in self._names()]
-        out += [("remove_handle", j) for j in range(self.publish_handles)]
-        out += [("take", k, j) for k in range(self.publishers) for j in range(self.publish_handles)]
-        out += [("publish", k) for k in range(self.publishers)]
-        out += [("new_publisher", k) for k in range(self.publishers)]
-        out += [("clone_publisher", k, k2) for k in range(self.publishers) for k2 in range(self.publishers) if k != k2]
-        out += [("drain", p) for p in self_pools]
+        """The world's action instances, in the order the search tries them. A register or a
+        remove_handle names what it returns only when it runs (:meth:`concrete`: the first
+        free slot)."""
+        pools = [r[0] for r in self.registries()]
+        out: list[Any] = [
+            StateFromResetApplyTokenBlock(block_from_json({"hash": h, "parent": None}), f"s{i}")
+            for i in range(self.states)
+            for h in range(self.hashes)
+        ]
+        out += [RegisterBlock(p, f"s{i}") for p in pools for i in range(self.states)]
+        out += [Drop(n) for n in self._names()]
+        out += [RemoveHandle(f"ph{j}") for j in range(self.publish_handles)]
+        out += [TakeHandle(f"pub{k}", f"ph{j}") for k in range(self.publishers) for j in range(self.publish_handles)]
+        out += [Publish(f"pub{k}") for k in range(self.publishers)]
+        out += [NewPublisher(f"pub{k}") for k in range(self.publishers)]
+        out += [
+            ClonePublisher(f"pub{k}", f"pub{k2}")
+            for k in range(self.publishers)
+            for k2 in range(self.publishers)
+            if k != k2
+        ]
+        out += [Drain(p) for p in pools]
         return out
+
+    def move_kind(self, move: Any) -> str:
+        """The world's short names for its moves (coverage, and the API workloads' weights)."""
+        return _KINDS[type(move)]
 
     def _free(self, s: System, prefix: str, n: int) -> str | None:
         for i in range(n):
@@ -75,61 +104,52 @@ class RegSpace(NoSymmetry):
         return None
 
     def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
-        kind = move[0]
-        if kind == "complete":
-            a: dict[str, Any] = {"as": f"s{move[1]}", "block": {"hash": move[2], "parent": None}}
-            op = "state_from_reset_apply_token_block"
-        elif kind == "register":
-            op, a = "register_block", {"registry": move[1], "state": f"s{move[2]}"}
-            a["as"] = self._free(s, "ph", self.publish_handles)
-        elif kind == "drop":
-            op, a = "drop", {"value": move[1]}
-        elif kind == "remove_handle":
-            op, a = "remove_handle", {"publish_handle": f"ph{move[1]}", "as": self._free(s, "a", self.arcs)}
-        elif kind == "take":
-            op, a = "take_handle", {"publisher": f"pub{move[1]}", "publish_handle": f"ph{move[2]}"}
-        elif kind == "publish":
-            op, a = "publish", {"publisher": f"pub{move[1]}"}
-        elif kind == "new_publisher":
-            op, a = "new_publisher", {"as": f"pub{move[1]}"}
-        elif kind == "clone_publisher":
-            op, a = "clone_publisher", {"publisher": f"pub{move[1]}", "as": f"pub{move[2]}"}
-        else:
-            op, a = "drain", {"registry": move[1]}
-        decoded = s.decode(op, a)
-        return op, decoded, a
+        """The move in state ``s``: a register names its publish handle, a remove_handle its
+        Arc, by the first free slot (``None``: none free, the value is a temporary)."""
+        if isinstance(move, RegisterBlock):
+            move = attrs.evolve(move, as_=self._free(s, "ph", self.publish_handles))
+        elif isinstance(move, RemoveHandle):
+            move = attrs.evolve(move, as_=self._free(s, "a", self.arcs))
+        return super().concrete(s, move)
 
-    def allows(self, s: System, move: Any) -> bool:
-        """Names must exist (or be free) as Rust's types would demand; a register that may create a
-        publish handle needs a free slot; a drop that tells a registry's task needs room in its
-        channel (the bound); a drain needs something to receive."""
+    # -- the guards (``ActionMoves.GUARDS``): names exist (or are free) as Rust's types demand
+
+    def _empty_slot(self, s: System, a: Any) -> bool:
+        return a.as_ not in s.model.values
+
+    def _registers(self, s: System, a: Any) -> bool:
+        """A register that may create a publish handle needs a free slot for it."""
+        st = s.model.values.get(a.state)
+        if st is None:
+            return False
+        return not self._creates_handle(s, a.registry, st) or self._free(s, "ph", self.publish_handles) is not None
+
+    def _drops(self, s: System, a: Any) -> bool:
+        """A drop that tells a registry's task needs room in its channel (the bound)."""
         m = s.model
-        vals = m.values
-        kind = move[0]
-        if kind == "complete":
-            return f"s{move[1]}" not in vals
-        if kind == "register":
-            st = vals.get(f"s{move[2]}")
-            if st is None:
-                return False
-            return not self._creates_handle(s, move[1], st) or self._free(s, "ph", self.publish_handles) is not None
-        if kind == "drop":
-            v = vals.get(move[1])
-            if v is None:
-                return False
-            bh = getattr(v, "bh", None)
-            return bh is None or len(m.pools[m.block_handles[bh].pool].pending) < self.max_pending
-        if kind == "remove_handle":
-            return f"ph{move[1]}" in vals and self._free(s, "a", self.arcs) is not None
-        if kind == "take":
-            return f"pub{move[1]}" in vals and f"ph{move[2]}" in vals
-        if kind == "publish":
-            return f"pub{move[1]}" in vals
-        if kind == "new_publisher":
-            return f"pub{move[1]}" not in vals
-        if kind == "clone_publisher":
-            return f"pub{move[1]}" in vals and f"pub{move[2]}" not in vals
-        return bool(m.pools[move[1]].pending)
+        v = m.values.get(a.value)
+        if v is None:
+            return False
+        bh = getattr(v, "bh", None)
+        return bh is None or len(m.pools[m.block_handles[bh].pool].pending) < self.max_pending
+
+    def _removes(self, s: System, a: Any) -> bool:
+        return a.publish_handle in s.model.values and self._free(s, "a", self.arcs) is not None
+
+    def _takes(self, s: System, a: Any) -> bool:
+        vals = s.model.values
+        return a.publisher in vals and a.publish_handle in vals
+
+    def _publishes(self, s: System, a: Any) -> bool:
+        return a.publisher in s.model.values
+
+    def _clones(self, s: System, a: Any) -> bool:
+        vals = s.model.values
+        return a.publisher in vals and a.as_ not in vals
+
+    def _drains(self, s: System, a: Any) -> bool:
+        """A drain needs something to receive."""
+        return bool(s.model.pools[a.registry].pending)
 
     @staticmethod
     def _creates_handle(s: System, pool: str, st: Any) -> bool:
@@ -140,3 +160,27 @@ class RegSpace(NoSymmetry):
         p = m.pools[pool]
         rid = m.globals[p.global_name].get(m._key(p, st.block.sequence_hash))
         return rid is None or not m.handles[rid].alive
+
+
+RegSpace.GUARDS = {
+    StateFromResetApplyTokenBlock: RegSpace._empty_slot,
+    RegisterBlock: RegSpace._registers,
+    Drop: RegSpace._drops,
+    RemoveHandle: RegSpace._removes,
+    TakeHandle: RegSpace._takes,
+    Publish: RegSpace._publishes,
+    NewPublisher: RegSpace._empty_slot,
+    ClonePublisher: RegSpace._clones,
+    Drain: RegSpace._drains,
+}
+_KINDS = {
+    StateFromResetApplyTokenBlock: "complete",
+    RegisterBlock: "register",
+    Drop: "drop",
+    RemoveHandle: "remove_handle",
+    TakeHandle: "take",
+    Publish: "publish",
+    NewPublisher: "new_publisher",
+    ClonePublisher: "clone_publisher",
+    Drain: "drain",
+}
