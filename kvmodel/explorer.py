@@ -263,7 +263,12 @@ def explore(
 
     ``defer_state_checks``: the ``state`` invariants run once per new state, at the first step
     that reaches it, not on every step (``invariants.state_checks_deferred``; ``False`` runs them
-    on every step: the peer of the test that both give the same result)."""
+    on every step: the peer of the test that both give the same result). Deferring rests on the
+    space's key deciding the state invariants' verdict, as it decides the search's (two states
+    with one key are one state). Every shipped model's key does (the test compares both searches
+    on every small manifest entry); a seeded bug need not — the mutation benchmark found a
+    counter-evictor mutant whose depth-1 violation hides behind a known key — so the mutation
+    runner checks every step."""
     if space is None:
         raise TypeError("explore() needs a space: a component's bounded world")
     sp: Space = space
