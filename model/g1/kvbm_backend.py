@@ -176,8 +176,11 @@ class KvbmKvManager:
         c.__dict__.update(self.__dict__)
         c.sub = self.sub.clone()
         c.active_partial = dict(self.active_partial)
-        c.active_full = {k: attrs.evolve(v) for k, v in self.active_full.items()}
-        c.registered = {k: attrs.evolve(v, aliases=list(v.aliases)) for k, v in self.registered.items()}
+        c.active_full = {k: ActiveFull(v.block, v.plh, v.refs) for k, v in self.active_full.items()}
+        c.registered = {
+            k: Shadow(v.seq_hash, v.block_id, v.parent_hash, v.local_hash, v.token_ids, v.cacheable, list(v.aliases))
+            for k, v in self.registered.items()
+        }
         c.outbox = list(self.outbox)
         c.use_marks = list(self.use_marks)
         return c

@@ -67,7 +67,7 @@ class LineageIndex:
 
     def clone(self) -> LineageIndex:
         c = LineageIndex()
-        c.nodes = {k: attrs.evolve(n, children=set(n.children)) for k, n in self.nodes.items()}
+        c.nodes = {k: _Node(n.plh, n.block, n.tick, n.parent, set(n.children)) for k, n in self.nodes.items()}
         c.count = self.count
         return c
 

@@ -156,7 +156,7 @@ class VllmKvManager:
             self.dp_rank,
         )
         c.pool = self.pool.clone()
-        c.tables = {k: [attrs.evolve(e) for e in v] for k, v in self.tables.items()}
+        c.tables = {k: [Entry(e.copy, e.hash, e.uuid, e.pending) for e in v] for k, v in self.tables.items()}
         c.partial_uuids = set(self.partial_uuids)
         c.next_event_id = self.next_event_id
         c.outbox = list(self.outbox)

@@ -101,7 +101,7 @@ class NativePool:
     def clone(self) -> NativePool:
         c = NativePool.__new__(NativePool)
         c.capacity, c.quirks, c.reserved, c.next_id = self.capacity, self.quirks, self.reserved, self.next_id
-        c.copies = {k: attrs.evolve(v) for k, v in self.copies.items()}
+        c.copies = {k: Copy(v.hash, v.refs, v.pins) for k, v in self.copies.items()}
         c.by_hash = {k: list(v) for k, v in self.by_hash.items()}
         c.inactive = OrderedDict(self.inactive)
         return c
