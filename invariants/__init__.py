@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -106,13 +106,14 @@ _POSITION: dict[str, dict[str, int]] = {}
 
 
 def _split(component: str) -> tuple[tuple[Invariant, ...], tuple[Invariant, ...]]:
-    """The component's ``state`` invariants, and the rest (``stream`` and ``step``)."""
+    """The component's invariants of the state alone (``Invariant.per_state``: every ``state``
+    one and the ``stream`` ones that say so), and the rest."""
     got = _SPLIT.get(component)
     if got is None:
         every = for_component(component)
         got = _SPLIT[component] = (
-            tuple(i for i in every if i.kind == "state"),
-            tuple(i for i in every if i.kind != "state"),
+            tuple(i for i in every if i.per_state),
+            tuple(i for i in every if not i.per_state),
         )
     return got
 
@@ -128,16 +129,17 @@ def _run(invariants: tuple[Invariant, ...], ctx: StepContext) -> list[Violation]
 
 def check_all(component: str, ctx: StepContext) -> list[Violation]:
     """Every invariant of ``component`` on one step, in declaration order — except the
-    ``state`` ones while :func:`state_checks_deferred` is in force (then :func:`check_state`)."""
+    ones of the state alone (``Invariant.per_state``) while :func:`state_checks_deferred` is in
+    force (then :func:`check_state`)."""
     if _DEFERRED.get():
         return _run(_split(component)[1], ctx)
     return _run(for_component(component), ctx)
 
 
-def check_state(component: str, ctx: StepContext, others: list[Violation] = ()) -> list[Violation]:  # type: ignore[assignment]
-    """The ``state`` invariants of ``component`` on the state a step reached; with ``others``
-    (what :func:`check_all` found on the same step while deferring), all of them in
-    declaration order, as :func:`check_all` alone would have listed them."""
+def check_state(component: str, ctx: StepContext, others: Sequence[Violation] = ()) -> list[Violation]:
+    """``component``'s invariants of the state alone (``Invariant.per_state``) on the state a
+    step reached; with ``others`` (what :func:`check_all` found on the same step while
+    deferring), all of them in declaration order, as :func:`check_all` alone would list them."""
     found = _run(_split(component)[0], ctx)
     if not found or not others:
         return [*others, *found]
@@ -149,10 +151,10 @@ def check_state(component: str, ctx: StepContext, others: list[Violation] = ()) 
 
 @contextmanager
 def state_checks_deferred() -> Iterator[None]:
-    """While in force, :func:`check_all` leaves the ``state`` invariants out: a caller that
-    meets the same state many times (the explorer) checks them once per new state with
-    :func:`check_state`. A state invariant speaks only of the state after the step, so its
-    verdict on a state is the same whichever step reached it."""
+    """While in force, :func:`check_all` leaves the invariants of the state alone out
+    (``Invariant.per_state``): a caller that meets the same state many times (the explorer)
+    checks them once per new state with :func:`check_state`. Such an invariant speaks only of
+    the state after the step, so its verdict on a state is the same whichever step reached it."""
     token = _DEFERRED.set(True)
     try:
         yield

@@ -47,6 +47,13 @@ class Invariant:
     check: Callable[[StepContext], str | None] = attrs.field(eq=False, repr=False)
     lemma: bool = False
     witnesses: tuple[str, ...] = ()
+    # whether the verdict is a function of the state a step reached, as the explorer's state key
+    # captures it (model and monitor): every ``state`` invariant, and a ``stream`` one that
+    # compares the monitor's ghost bookkeeping with the model (say so where the key holds both).
+    # The explorer checks these once per new state (``invariants.state_checks_deferred``).
+    per_state: bool = attrs.field(
+        default=attrs.Factory(lambda self: self.kind == "state", takes_self=True), kw_only=True
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {

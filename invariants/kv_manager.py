@@ -289,6 +289,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "stream",
         "After every step the router's view (Stored minus Removed) equals the full blocks resident in the manager.",
         _view_matches,
+        per_state=True,  # the router's view and the resident blocks are both in the state key
         witnesses=("kv.w.store_with_parent", "kv.w.eviction"),
     ),
     Invariant(
@@ -298,6 +299,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Each block's refcount equals the references callers hold on it (Uses that "
         "succeeded minus Derefs and Destroys, moved by Promote); a block nobody holds is not active.",
         _conservation,
+        per_state=True,  # the refcounts and the references held are both in the state key
         witnesses=("kv.w.shared", "kv.w.promote_known"),
     ),
     Invariant(
