@@ -48,7 +48,8 @@ class KvMonitor:
         self.faults: dict[str, str] = {}  # stream faults found in the latest step
 
     def copy(self) -> KvMonitor:
-        m = KvMonitor(self.channel)
+        m = KvMonitor.__new__(KvMonitor)
+        m.channel, m.faults = self.channel, {}
         m.view = set(self.view)
         m.held = Counter(self.held)
         return m
@@ -64,15 +65,16 @@ class KvMonitor:
             return
         if isinstance(signal, Use) and result is True:
             for b in signal.blocks:
-                self.held[b] += 1
+                self.held[b] += 1  # counts only grow: no zero to drop
         elif isinstance(signal, Deref | Destroy):
             for b in signal.blocks:
                 if self.held[b] > 0:
                     self.held[b] -= 1
+            self.held = +self.held
         elif isinstance(signal, Promote):
             p = PartialBlock(signal.uuid)
             self.held[FullBlock(signal.hash)] += self.held.pop(p, 0)
-        self.held = +self.held
+            self.held = +self.held
 
     def _fault(self, name: str, msg: str) -> None:
         self.faults.setdefault(name, msg)

@@ -56,8 +56,9 @@ class KvSpace:
         """The refcount bound: no count (in the model or held by callers) above max_refcount."""
         active, held, r = s.model.active, s.monitor.held, self.max_refcount
         if isinstance(sig, Use):
-            for b, m in Counter(sig.blocks).items():
-                if max(active.get(b, 0), held.get(b, 0)) + m > r:
+            blocks = sig.blocks
+            for b in blocks:  # a batch of at most max_batch: counting in place beats a Counter
+                if max(active.get(b, 0), held.get(b, 0)) + blocks.count(b) > r:
                     return False
         elif isinstance(sig, Promote):
             p, f = PartialBlock(sig.uuid), FullBlock(sig.hash)
