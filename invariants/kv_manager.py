@@ -203,7 +203,9 @@ def _no_trace(ctx: StepContext) -> str | None:
         return None
     m: KvManager = ctx.model
     what = f"raised {ctx.error.id!r}" if ctx.error is not None and hasattr(ctx.error, "id") else "returned false"
-    if m.key() != ctx.pre_key:
+    pre: Before = ctx.pre
+    # the model's whole state (what ``KvManager.key`` spells): refcounts, residency, eviction order
+    if m.active != pre.active or m.all_blocks != pre.all or tuple(m.inactive.order()) != pre.order:
         return f"{ctx.op} {what} but changed the state"
     if ctx.events:
         return f"{ctx.op} {what} but emitted {[e.to_json() for e in ctx.events]}"
@@ -337,13 +339,15 @@ INVARIANTS: tuple[Invariant, ...] = (
 
 @attrs.frozen
 class Before:
-    """The KV manager before a step: its refcounts, the active and inactive blocks, and every
-    resident block."""
+    """The KV manager before a step: its refcounts, the active and inactive blocks, every
+    resident block, and the inactive blocks in eviction order (with the refcounts and the
+    resident blocks, the whole of its state)."""
 
     active: dict[UniqueBlock, int]
     active_keys: frozenset[UniqueBlock]
     inactive: Any
     all: frozenset[UniqueBlock]
+    order: tuple[UniqueBlock, ...]
 
 
 WITNESSES: tuple[Witness, ...] = (

@@ -34,7 +34,7 @@ class KvManagerSystem(System):
             evictor=self.config["evictor"],
         )
         self.monitor = KvMonitor(self.model.channel)
-        self._pre: tuple[Any, Before] | None = None  # the model's key and Before, while unchanged
+        self._pre: tuple[Any, Before] | None = None  # (no key, the Before) while the model is unchanged
 
     def decode(self, op: str, args: Any) -> Any:
         return ACTIONS.decode(op, args)
@@ -62,10 +62,13 @@ class KvManagerSystem(System):
         return out
 
     def _before(self) -> tuple[Any, Before]:
-        """The model's key and what the step invariants read of the state before a step (read,
-        never changed, by them)."""
+        """What the step invariants read of the state before a step (read, never changed, by
+        them), and no pre-step key: the failed-operation invariant compares the Before's fields,
+        the whole of the model's state, instead of spelling the model's key twice."""
         m = self.model
-        return m.key(), Before(dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks))
+        return None, Before(
+            dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks), tuple(m.inactive.order())
+        )
 
     def snapshot(self) -> dict[str, Any]:
         return self.model.snapshot()  # type: ignore[no-any-return]
