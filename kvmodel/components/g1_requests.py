@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Self
 import attrs
 
 from kvmodel import argspec as A
-from kvmodel.actions import Action, Actions
+from kvmodel.actions import Action, ActionMoves, Actions
 from kvmodel.invariants import StepContext
 from kvmodel.model.blocks import FullBlock, PartialBlock
 from kvmodel.model.errors import InvalidInput, ModelError
@@ -125,6 +125,30 @@ class Counts(G1Action):
             "num_inactive_blocks": g.num_inactive_blocks(),
             "num_active_block_refs": g.num_active_block_refs(),
         }
+
+
+class G1Moves(ActionMoves):
+    """The guards both G1 worlds share (``ActionMoves.GUARDS``): what the scheduler ensures of a
+    request before each call, whichever backend the manager runs."""
+
+    def _fresh(self, s: G1RequestSystem, a: Any) -> bool:
+        """A request id not in use."""
+        return s.seqs.get(a.owner) is None
+
+    def _running(self, s: G1RequestSystem, a: Any) -> bool:
+        """A request that exists and is not a pending destination."""
+        return s.seqs.get(a.owner) is not None and a.owner not in s.dest
+
+    def _no_decode(self, s: G1RequestSystem, a: Any) -> bool:
+        """At most one decode reservation outstanding (the worlds' bound)."""
+        return not s.decodes
+
+    def _a_decode(self, s: G1RequestSystem, a: Any) -> bool:
+        return bool(s.decodes)
+
+    def _transferring(self, s: G1RequestSystem, a: Any) -> bool:
+        """A pending destination reservation."""
+        return a.owner in s.dest
 
 
 class G1RequestSystem(System):

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kvmodel.actions import ActionMoves
 from kvmodel.components.g1_kvbm.actions import (
     ActivateDestination,
     Allocate,
@@ -20,7 +19,7 @@ from kvmodel.components.g1_kvbm.actions import (
     ReserveDecode,
     ReserveDestination,
 )
-from kvmodel.components.g1_requests import CancelDestination, Free, ReleaseDecode
+from kvmodel.components.g1_requests import CancelDestination, Free, G1Moves, ReleaseDecode
 from kvmodel.explorer import NoSymmetry, owner_canonical
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
@@ -42,7 +41,7 @@ KVBM_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
 
 
 @attrs.frozen
-class KvbmSpace(ActionMoves, NoSymmetry):
+class KvbmSpace(G1Moves, NoSymmetry):
     """Bounded G1 world with the KVBM backend (capacity 3, block size 2, PLH fragments modulo
     2): ``owners`` requests started from one of ``prompts`` prompts, growing by ``pushes``
     tokens; at most one decode reservation of ``decode`` slots; destinations; a request's
@@ -108,16 +107,14 @@ class KvbmSpace(ActionMoves, NoSymmetry):
             out += [BadDeref(o) for o in os_]
         return out
 
-    # -- the guards (``ActionMoves.GUARDS``): the scheduler's own preconditions and the bounds
+    # -- the guards (``ActionMoves.GUARDS``; those both G1 worlds share are ``G1Moves``'s): the
+    # scheduler's own preconditions and the bounds
 
     def _bad_use_once(self, s: G1KvbmSystem, a: Any) -> bool:
         """Once: a faithful commit-time panic leaves the entry installed, and naming it again
         would only grow its reference count without bound."""
         m = s.model.kvbm
         return bool(s.BAD_HASH not in m.active_full and "bad" not in m.active_partial)
-
-    def _fresh(self, s: G1KvbmSystem, a: Any) -> bool:
-        return s.seqs.get(a.owner) is None
 
     def _unallocated(self, s: G1KvbmSystem, a: Any) -> bool:
         o = a.owner
@@ -143,18 +140,6 @@ class KvbmSpace(ActionMoves, NoSymmetry):
     def _resends(self, s: G1KvbmSystem, a: Any) -> bool:
         held = s.holdings.get(a.owner) or []
         return bool(held) and len(held) == len(set(held)) and a.owner not in s.dest
-
-    def _running(self, s: G1KvbmSystem, a: Any) -> bool:
-        return s.seqs.get(a.owner) is not None and a.owner not in s.dest
-
-    def _no_decode(self, s: G1KvbmSystem, a: Any) -> bool:
-        return not s.decodes
-
-    def _a_decode(self, s: G1KvbmSystem, a: Any) -> bool:
-        return bool(s.decodes)
-
-    def _transferring(self, s: G1KvbmSystem, a: Any) -> bool:
-        return a.owner in s.dest
 
 
 KvbmSpace.GUARDS = {

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from kvmodel.actions import ActionMoves
 from kvmodel.components.g1_native.actions import (
     ActivateDestination,
     Allocate,
@@ -18,7 +17,7 @@ from kvmodel.components.g1_native.actions import (
     ReserveDecode,
     ReserveDestination,
 )
-from kvmodel.components.g1_requests import CancelDestination, Free, ReleaseDecode
+from kvmodel.components.g1_requests import CancelDestination, Free, G1Moves, ReleaseDecode
 from kvmodel.explorer import NoSymmetry, owner_canonical
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
@@ -30,7 +29,7 @@ G1_PROMPTS: tuple[tuple[int, ...], ...] = ((1, 2, 5), (7,), (1, 2, 3, 4))
 
 
 @attrs.frozen
-class G1Space(ActionMoves, NoSymmetry):
+class G1Space(G1Moves, NoSymmetry):
     """Bounded G1 world (native backend): ``owners`` requests, each started from one of the
     prompts (block size 2: a full block and a partial; a lone partial; the same first block and one more),
     growing by ``pushes`` tokens at most; at most one decode reservation of ``decode`` slots.
@@ -79,10 +78,8 @@ class G1Space(ActionMoves, NoSymmetry):
         out += [c(o) for c in (ActivateDestination, CancelDestination) for o in os_]
         return out
 
-    # -- the guards (``ActionMoves.GUARDS``): the scheduler's own preconditions and the bounds
-
-    def _fresh(self, s: G1System, a: Any) -> bool:
-        return s.seqs.get(a.owner) is None
+    # -- the guards (``ActionMoves.GUARDS``; those both G1 worlds share are ``G1Moves``'s): the
+    # scheduler's own preconditions and the bounds
 
     def _unallocated(self, s: G1System, a: Any) -> bool:
         seq = s.seqs.get(a.owner)
@@ -103,21 +100,9 @@ class G1Space(ActionMoves, NoSymmetry):
             and o not in s.dest
         )
 
-    def _running(self, s: G1System, a: Any) -> bool:
-        return s.seqs.get(a.owner) is not None and a.owner not in s.dest
-
     def _allocated(self, s: G1System, a: Any) -> bool:
         o = a.owner
         return s.seqs.get(o) is not None and o in s.model.native.tables and o not in s.dest
-
-    def _no_decode(self, s: G1System, a: Any) -> bool:
-        return not s.decodes
-
-    def _a_decode(self, s: G1System, a: Any) -> bool:
-        return bool(s.decodes)
-
-    def _transferring(self, s: G1System, a: Any) -> bool:
-        return a.owner in s.dest
 
 
 G1Space.GUARDS = {
