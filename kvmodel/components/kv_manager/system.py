@@ -34,7 +34,7 @@ class KvManagerSystem(System):
             evictor=self.config["evictor"],
         )
         self.monitor = KvMonitor(self.model.channel)
-        self._pre: tuple[Any, Before] | None = None  # (no key, the Before) while the model is unchanged
+        self._pre: Before | None = None  # the Before of the current state, while the model is unchanged
 
     def decode(self, op: str, args: Any) -> Any:
         return ACTIONS.decode(op, args)
@@ -46,7 +46,7 @@ class KvManagerSystem(System):
         if action.op != op:
             raise InvalidInput(f"kv_manager: a {action.op} action applied as {op!r:.60}")
         m = self.model
-        pre_key, pre = self._pre or self._before()
+        pre = self._pre if self._pre is not None else self._before()
         self._pre = None
         out = Outcome(op, args_json if args_json is not None else action.to_json())
         try:
@@ -56,17 +56,18 @@ class KvManagerSystem(System):
         out.events = m.drain_events()
         signal = action.signal if isinstance(action, Process) else None
         self.monitor.observe(signal, out.result, out.error, out.events)
-        ctx = StepContext(m, self.monitor, op, signal, out.result, out.error, out.events, pre_key, pre)
+        # no pre-step key: the failed-operation invariant compares the Before with the model
+        ctx = StepContext(m, self.monitor, op, signal, out.result, out.error, out.events, None, pre)
         out.violations = check_all(self.component, ctx)
         out.ctx = ctx
         return out
 
-    def _before(self) -> tuple[Any, Before]:
+    def _before(self) -> Before:
         """What the step invariants read of the state before a step (read, never changed, by
-        them), and no pre-step key: the failed-operation invariant compares the Before's fields,
-        the whole of the model's state, instead of spelling the model's key twice."""
+        them): with the eviction order, the whole of the model's state, which the
+        failed-operation invariant compares instead of spelling the model's key twice."""
         m = self.model
-        return None, Before(
+        return Before(
             dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks), tuple(m.inactive.order())
         )
 
