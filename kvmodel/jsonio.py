@@ -1,9 +1,10 @@
 """Reading untrusted JSON files (traces, vectors) so that nothing a file holds can crash us.
 
 :func:`read_json` returns the document or raises ``error(message)`` with one line naming the
-file and the problem: a directory or an unreadable path, a file over the size limit, bytes that
-are not UTF-8, a lone surrogate escape (``\\ud800``), ``NaN`` / ``Infinity``, an integer of
-more than 100 digits, nesting deeper than 100 levels, or a JSON syntax error.
+file and the problem: a directory or an unreadable path, a file over the size limit (a device,
+a pipe or a ``/proc`` file, which report no size, are read at most that far), bytes that are
+not UTF-8, a lone surrogate escape (``\\ud800``), ``NaN`` / ``Infinity``, an integer of more
+than 100 digits, nesting deeper than 100 levels, or a JSON syntax error.
 """
 
 from __future__ import annotations
@@ -55,9 +56,15 @@ def read_json(path: str | Path, error: Callable[[str], Exception]) -> Any:
     try:
         if p.is_dir():
             raise error(f"{p}: is a directory, not a file")
+        too_big = error(f"{p}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
         if p.stat().st_size > MAX_BYTES:
-            raise error(f"{p}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
-        raw = p.read_bytes()
+            raise too_big
+        # a bounded read: a device, a pipe or a /proc file reports no size (``/dev/zero`` would
+        # otherwise be read until memory runs out)
+        with p.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise too_big
     except OSError as e:
         raise error(f"{p}: cannot read: {e.strerror or e}") from None
     try:

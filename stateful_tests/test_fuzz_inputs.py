@@ -15,6 +15,7 @@ import io
 import json
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,35 @@ def test_special_trace_and_vector_files(tmp_path: Path, data: bytes) -> None:
         rc, _, err = run_cli(argv)
         assert_clean(argv, rc, err)
         assert rc == 2 and str(f) in err
+
+
+def test_files_that_report_no_size_are_read_only_up_to_the_limit(tmp_path: Path, monkeypatch: Any) -> None:
+    """A device, a pipe or a ``/proc`` file has no size to check: ``/dev/zero`` once made
+    ``replay`` read until the machine killed it. Each is read at most the limit far."""
+    from kvmodel import jsonio
+
+    monkeypatch.setattr(jsonio, "MAX_BYTES", 1024)
+    for argv in (["show", "/dev/zero"], ["replay", "/dev/zero", "--json"], ["vectors", "/dev/zero"]):
+        rc, _, err = run_cli(argv)
+        assert_clean(argv, rc, err)
+        assert rc == 2 and "/dev/zero: larger than" in err
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    doc = b'{"format": "kvmodel-trace/1", "steps": [' + b"{}, " * 1000 + b"{}]}"
+
+    def feed() -> None:
+        with open(fifo, "wb") as w:
+            try:
+                w.write(doc)
+            except BrokenPipeError:
+                pass  # the reader stopped at the limit
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    rc, _, err = run_cli(["replay", str(fifo)])
+    writer.join(timeout=10)
+    assert_clean(["replay", str(fifo)], rc, err)
+    assert rc == 2 and f"{fifo}: larger than" in err
 
 
 @budget(120)
