@@ -326,9 +326,9 @@ def explore(
                 if not sp.allows(s, move):
                     c["disabled"] += weight
                     continue
-                op, decoded, _ = sp.concrete(s, move)
+                op, decoded, args = sp.concrete(s, move)
                 nxt = s.clone()
-                out = nxt.apply(op, decoded)
+                out = nxt.apply(op, decoded, args)
                 res.transitions += weight
                 res.transitions_run += 1
                 if out.error is not None:
@@ -336,7 +336,8 @@ def explore(
                 else:
                     c["ok"] += weight
                     ok_any = True
-                k2 = sp.key(nxt, symmetry)
+                # a step its system knows changed nothing reaches the state it left (same key)
+                k2 = k if out.unchanged else sp.key(nxt, symmetry)
                 new = k2 not in parent
                 violations = out.violations
                 if new and defer_state_checks and out.ctx is not None:

@@ -28,6 +28,10 @@ class Outcome:
     events: list[Any] = attrs.field(factory=list)
     violations: list[Violation] = attrs.field(factory=list)
     ctx: StepContext | None = None
+    # the system knows the step left everything its key reads as it was (a rejected operation
+    # that changed nothing): the explorer then reuses the source state's key instead of
+    # spelling it again. False means "not known", never "changed".
+    unchanged: bool = False
 
     def observation(self, state: dict[str, Any] | None) -> dict[str, Any]:
         obs: dict[str, Any] = {}

@@ -56,6 +56,12 @@ class KvManagerSystem(System):
         out.events = m.drain_events()
         signal = action.signal if isinstance(action, Process) else None
         self.monitor.observe(signal, out.result, out.error, out.events)
+        if (out.error is not None or out.result is False) and not out.events:
+            # a rejected step: the monitor moved nothing (it counts references only for a step
+            # that succeeded, and saw no event); unchanged if the model's refcounts, residency
+            # and eviction order — what the key reads of it — are the Before's
+            order = tuple(m.inactive.order())
+            out.unchanged = m.active == pre.active and m.all_blocks == pre.all and order == pre.order
         # no pre-step key: the failed-operation invariant compares the Before with the model
         ctx = StepContext(m, self.monitor, op, signal, out.result, out.error, out.events, None, pre)
         out.violations = check_all(self.component, ctx)
