@@ -33,9 +33,10 @@ class KvbmMonitor:
         self.removed = False
 
     def copy(self) -> KvbmMonitor:
-        m = KvbmMonitor()
+        m = KvbmMonitor.__new__(KvbmMonitor)  # (the constructor's Counter would be thrown away)
         m.announced = Counter(self.announced)
         m.next_id = self.next_id
+        m.faults, m.stored_with_parent, m.removed = {}, False, False
         return m
 
     def key(self) -> tuple[Any, ...]:

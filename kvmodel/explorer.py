@@ -322,7 +322,9 @@ def explore(
             for mi, weight in every if classes is None else classes(s, moves):
                 move = moves[mi]
                 kind = sp.move_kind(move)
-                c = cov.setdefault(kind, Counter())
+                c = cov.get(kind)
+                if c is None:  # (``setdefault`` would build a Counter per move)
+                    c = cov[kind] = Counter()
                 if not sp.allows(s, move):
                     c["disabled"] += weight
                     continue

@@ -127,6 +127,10 @@ class _Unwind(Exception):
         self.panic, self.release = panic, release
 
 
+def _plh_text(item: tuple[PLH, Shadow]) -> str:
+    return repr(item[0])
+
+
 def _renamed(d: dict[str, Any], uuid: Callable[[str], str]) -> list[tuple[str, Any]]:
     return [(uuid(u), v) for u, v in d.items()]
 
@@ -829,7 +833,9 @@ class KvbmKvManager:
             tuple((h, e.block, e.plh, e.refs) for h, e in sorted(self.active_full.items())),
             tuple(
                 (p, s.seq_hash, s.block_id, s.parent_hash, s.cacheable, tuple(s.aliases))
-                for p, s in sorted(self.registered.items(), key=repr)
+                # ordered by the PLH's text (distinct PLHs, distinct texts: the order of the
+                # pairs' texts, without spelling each Shadow)
+                for p, s in sorted(self.registered.items(), key=_plh_text)
             ),
         )
 
