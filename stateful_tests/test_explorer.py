@@ -422,3 +422,42 @@ def test_a_worlds_moves_are_actions_whose_json_is_the_trace(space: Any, picks: l
             break
         op, decoded, _ = space.concrete(s, enabled[p % len(enabled)])
         s.apply(op, decoded)
+
+
+_KV_WORLD = KvSpace(n_full=3, partials=1, max_batch=2, max_refcount=2)
+
+
+@pytest.mark.parametrize("quirks", [(), tuple(q.name for q in quirks_of("kv_manager"))], ids=["ideal", "faithful"])
+@given(picks=st.lists(st.integers(0, 10_000), max_size=10))
+def test_a_step_marked_unchanged_keeps_its_states_key(quirks: tuple[str, ...], picks: list[int]) -> None:
+    """The explorer takes the source's key for a step whose outcome says ``unchanged``: along
+    random runs, every move of every visited state that the KV manager marks so leads to a state
+    with the source's key, with and without symmetry — and a step that changed the key is
+    never marked."""
+    sp = _KV_WORLD
+    s = sp.system({"max_capacity": 2}, quirks)
+    moves = sp.moves()
+    for p in [*picks, None]:
+        enabled = [m for m in moves if sp.allows(s, m)]
+        for m in enabled:
+            nxt = s.clone()
+            out = nxt.apply(*sp.concrete(s, m))
+            for symmetry in (True, False):
+                if out.unchanged:
+                    assert sp.key(nxt, symmetry) == sp.key(s, symmetry), (m, out.error)
+        if p is None or not enabled:
+            break
+        s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
+
+
+def test_a_rejected_step_that_changed_nothing_is_marked_unchanged() -> None:
+    """The mark is made: a Deref of a block nobody holds (ideal: rejected, no trace) and a Use
+    the full pool cannot take (false, rolled back) are ``unchanged``; a successful Use is not."""
+    from kvmodel.model.blocks import Deref, Use
+
+    s = _KV_WORLD.system({"max_capacity": 1}, [])
+    assert s.clone().apply("process", Deref((FullBlock(0),))).unchanged
+    used = s.apply("process", Use((FullBlock(0),)))
+    assert used.error is None and used.result is True and not used.unchanged
+    full = s.clone().apply("process", Use((FullBlock(1),)))
+    assert full.result is False and full.unchanged
