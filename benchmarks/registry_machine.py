@@ -21,7 +21,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import attrs
 from hypothesis import strategies as st
@@ -29,9 +29,7 @@ from hypothesis.stateful import Bundle, consumes, initialize, multiple, precondi
 
 from kvmodel import __version__, machines
 from kvmodel.components.registry.machine import RegistryMachine
-from kvmodel.components.registry.system import RegistrySystem
 from kvmodel.machines import Machine, WrongError
-from kvmodel.model import errors as E
 from kvmodel.model.quirks import quirks_of
 from kvmodel.systems import Outcome
 
@@ -53,10 +51,9 @@ def _of(kind: str) -> Callable[[Named], bool]:
     return lambda v: v.kind == kind
 
 
-class BundleRegistryMachine(Machine):
-    """Rules over the registry world: block states (complete, reset, partial), register_block in
-    any pool, publish handles, publishers (take, publish, clone), caller Arcs, drops of anything,
-    the unregister task's drain steps, and bad input (unknown names, wrong kinds, bad states).
+class BundleRegistryMachine(RegistryMachine):
+    """The current machine's rules (``settle``, ``malformed`` and the helpers are inherited), with
+    the rules that make or take a value redefined over a bundle.
 
     The caller's values live in one Hypothesis bundle, ``values``, as :class:`Named` records (a
     rule draws one of a kind by filtering it): a rule that makes values adds them, a rule that
@@ -64,28 +61,10 @@ class BundleRegistryMachine(Machine):
     ``Publisher::take_handle`` (which drops the publish handle it disarms) — consume it. The
     registries are the configuration's, drawn by name."""
 
-    component = "kvbm_block_registry"
-    config: ClassVar[dict[str, Any]] = dict(RegistrySystem.DEFAULTS)
-    quirks = frozenset()
-
-    hashes = st.integers(0, 1)
     values = Bundle("values")
     state_values = values.filter(_of("state"))
     publishers = values.filter(_of("publisher"))
     publish_handles = values.filter(_of("publish_handle"))
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fresh = 0
-
-    def _name(self) -> str:
-        self.fresh += 1
-        return f"v{self.fresh}"
-
-    def _has(self, kind: str) -> bool:
-        from kvmodel.model.registry import kind_of
-
-        return any(kind_of(v) == kind for v in self.system.model.values.values())
 
     @initialize(target=values)
     def first_publisher(self) -> Named:
@@ -93,19 +72,11 @@ class BundleRegistryMachine(Machine):
         self._run_json("new_publisher", {"as": name})
         return Named(name, "publisher")
 
-    def _flip(self, data: st.DataObject, label: str) -> bool:
-        b: bool = data.draw(st.booleans(), label=label)
-        return b
-
     def _pool(self, data: st.DataObject, pools: Iterable[str] | None = None) -> str:
         """A registry by name: one of ``pools``, by default any of the configuration's."""
         names = sorted(self.system.model.pools if pools is None else pools)
         p: str = data.draw(st.sampled_from(names), label="registry")
         return p
-
-    def _expect(self, out: Outcome, *allowed: type[Exception]) -> None:
-        if out.error is not None and not isinstance(out.error, allowed):
-            raise WrongError(f"{out.op} {out.args_json} raised undocumented {type(out.error).__name__}: {out.error}")
 
     def _made(self, out: Outcome, name: str, kind: str) -> Any:
         """The new value for the bundle, or nothing when the call was rejected."""
@@ -116,11 +87,11 @@ class BundleRegistryMachine(Machine):
         self._run_json("state_from_reset_apply_token_block", {"as": name, "block": {"hash": h}})
         return name
 
-    @rule(target=values, h=hashes)
+    @rule(target=values, h=RegistryMachine.hashes)
     def complete_state(self, h: int) -> Named:
         return Named(self._complete(h), "state")
 
-    @rule(target=values, data=st.data(), new=st.none() | hashes)
+    @rule(target=values, data=st.data(), new=st.none() | RegistryMachine.hashes)
     def register(self, data: st.DataObject, new: int | None) -> Any:
         """register_block of a new Complete state of hash ``new``, or of a state the caller
         holds (mostly a Complete one; sometimes any, so Reset/Partial/Registered are rejected),
@@ -202,63 +173,11 @@ class BundleRegistryMachine(Machine):
         out = self._run_json("clone_publisher", {"publisher": publisher.name, "as": name})
         return self._made(out, name, "publisher")
 
-    @rule()
-    def settle(self) -> None:
-        """Every unregister task runs to quiescence (what a tokio runtime does when idle)."""
-        m = self.system.model
-        for name in sorted(m.pools):
-            while m.pools[name].pending:
-                self._run_json("drain", {"registry": name})
-
     @rule(target=values, data=st.data(), size=st.integers(1, 3), n=st.integers(0, 4))
-    def partial_state(self, data: st.DataObject, size: int, n: int) -> Named:
-        """A state through initialize_sequence / add_tokens / commit, each possibly rejected."""
-        from kvmodel.model.registry import StateNotPartial, StateNotReset, TokenBlockFull, TokenBlockIncomplete
-
-        name = self._name()
-        self._run_json("new_state", {"as": name})
-        out = self._run_json("initialize_sequence", {"state": name, "page_size": size})
-        self._expect(out, StateNotReset)
-        if n:
-            out = self._run_json("add_tokens", {"state": name, "tokens": list(range(n))})
-            self._expect(out, StateNotPartial, TokenBlockFull)
-        if data.draw(st.booleans(), label="commit"):
-            out = self._run_json("commit", {"state": name})
-            self._expect(out, StateNotPartial, TokenBlockIncomplete)
+    def partial_state(self, data: st.DataObject, size: int, n: int) -> Named:  # type: ignore[override]
+        name = f"v{self.fresh + 1}"  # the name the current rule gives its new state
+        RegistryMachine.partial_state(self, data, size, n)
         return Named(name, "state")
-
-    @rule(
-        op_args=st.sampled_from(
-            [
-                ("drop", {"value": "nobody"}),
-                ("drop", {}),
-                ("register_block", {"registry": "nowhere", "state": "nobody"}),
-                ("register_block", {"registry": "device0"}),
-                ("publish", {"publisher": 3}),
-                ("drain", {"registry": ["device0"]}),
-                ("state_from_reset_apply_token_block", {"block": {"hash": -1}}),
-                ("state_from_reset_apply_token_block", {"block": 5}),
-                ("frobnicate", {}),
-                ("new_registry", {"as": "device0", "tier": "Device"}),
-                ("new_registry", {"as": "elsewhere", "tier": "Moon"}),
-            ]
-        ),
-        data=st.data(),
-    )
-    def malformed(self, op_args: tuple[str, dict[str, Any]], data: st.DataObject) -> None:
-        """Unknown names, wrong kinds and malformed arguments: InvalidInput, nothing changes.
-        Also a name of the wrong kind (a publisher given where a state is expected)."""
-        op, args = op_args
-        names = sorted(self.system.model.values)
-        if names and self._flip(data, "wrong_kind"):
-            wrong = data.draw(st.sampled_from(names), label="x")
-            op, args = "take_handle", {"publisher": wrong, "publish_handle": "nobody"}
-        before = self.system.key()
-        out = self._run_json(op, args)
-        if not isinstance(out.error, E.InvalidInput):
-            raise WrongError(f"malformed {op} {args!r} gave {out.error!r}, not InvalidInput")
-        if self.system.key() != before:
-            raise WrongError(f"malformed {op} {args!r} changed the state")
 
 
 def run(cls: type[Machine], **kw: Any) -> machines.HypothesisResult:
