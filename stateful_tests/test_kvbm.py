@@ -333,3 +333,29 @@ def test_removed_before_stored_is_per_use(quirks: list[str], broken_at: set[int]
     assert at == broken_at  # the quirk: the allocate's one Use publishes Stored, then Removed
     kinds = [type(p.event.data).__name__ for p in out.events]
     assert kinds == ["Stored", "Removed"]  # two Uses in one push: Stored by the first, Removed by the second
+
+
+@pytest.mark.parametrize("prompt", [[7, 8], [15, 16, 5]])
+def test_a_request_that_resent_its_blocks_holds_each_promoted_block_where_it_held_the_partial(
+    prompt: list[int],
+) -> None:
+    """Regression: the G1 KVBM harness replaced a promoted partial by the sequence's block at the
+    same index of the request's holdings, but a ``resend`` holds every block twice, so those
+    indices are not the sequence's positions. After a resend and three pushes the ideal model then
+    reported ``kvbm.refs_match_holders`` (the harness held the new partial twice, not the promoted
+    block) and rejected the request's free; with a resent partial (faithful) the harness crashed
+    with an IndexError. Each held copy of the partial is the promoted full block."""
+    from kvmodel import components
+
+    quirks = ["active_partial_use_noop"] if len(prompt) % 2 else []  # a resent partial needs the quirk
+    s = components.get("g1_kvbm").api_space().system({}, quirks)  # type: ignore[misc]
+    steps = [("new_request", {"owner": 0, "tokens": prompt}), ("allocate", {"owner": 0}), ("resend", {"owner": 0})]
+    steps += [("push", {"owner": 0, "token": 6})] * 3
+    for op, args in steps:
+        s.apply(op, s.decode(op, args))
+    held, unique = s.holdings[0], s.seqs[0].unique
+    assert all(isinstance(b, FullBlock) or b == unique[-1] for b in held), held
+    assert sorted(set(held), key=repr) == sorted(set(unique), key=repr)
+    if not quirks:
+        out = s.apply("free", s.decode("free", {"owner": 0}))
+        assert out.error is None and out.violations == [], (out.error, out.violations)

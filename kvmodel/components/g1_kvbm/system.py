@@ -102,6 +102,7 @@ class G1KvbmSystem(G1RequestSystem):
         )
 
     def _push(self, o: int, token: int, decode: bool) -> list[str]:
+        from kvmodel.model.blocks import FullBlock
         from kvmodel.model.g1.sequence import G1Promote, G1Use
 
         g = self.model
@@ -122,7 +123,10 @@ class G1KvbmSystem(G1RequestSystem):
             out.append(r)
             held = self.holdings[o]
             if isinstance(sig, G1Promote) and isinstance(r, Ready):
-                held[:] = [s.unique[i] if getattr(b, "uuid", None) == sig.uuid else b for i, b in enumerate(held)]
+                # the partial became the full block of its hash, in every place the request holds
+                # it (a resend holds it twice; its places are not the sequence's positions)
+                full = FullBlock(sig.seq_hash)
+                held[:] = [full if getattr(b, "uuid", None) == sig.uuid else b for b in held]
             elif isinstance(sig, G1Use):
                 if isinstance(r, Ready):
                     held.extend(sig.blocks)
