@@ -13,6 +13,7 @@ The monitor keeps two pieces of ghost state that the real code does not have:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -38,6 +39,14 @@ def _b(b: UniqueBlock) -> str:
     return f"F{b.hash}" if isinstance(b, FullBlock) else f"P:{b.uuid}"
 
 
+def _counts(pairs: Iterable[tuple[UniqueBlock, int]]) -> Counter[UniqueBlock]:
+    """A ``Counter`` of these pairs, built without ``Counter.__init__``'s generic update (a
+    fourth of its cost; the monitor copies and trims its counts on most steps)."""
+    c: Counter[UniqueBlock] = Counter.__new__(Counter)
+    dict.update(c, pairs)
+    return c
+
+
 class KvMonitor:
     """Ghost bookkeeping over a KV manager run (router view, held references, stream faults)."""
 
@@ -46,12 +55,15 @@ class KvMonitor:
         self.view: set[int] = set()
         self.held: Counter[UniqueBlock] = Counter()
         self.faults: dict[str, str] = {}  # stream faults found in the latest step
+        self._shared = False  # view and held are shared with a copy (``copy``)
 
     def copy(self) -> KvMonitor:
+        """An independent copy, copy-on-write: the view and the held counts are shared until a
+        step that changes them (``observe``) copies them."""
         m = KvMonitor.__new__(KvMonitor)
         m.channel, m.faults = self.channel, {}
-        m.view = set(self.view)
-        m.held = Counter(self.held)
+        m.view, m.held = self.view, self.held
+        m._shared = self._shared = True
         return m
 
     def key(self) -> tuple[Any, ...]:
@@ -59,6 +71,9 @@ class KvMonitor:
 
     def observe(self, signal: Any, result: Any, error: Exception | None, events: list[Any]) -> None:
         self.faults = {}
+        if self._shared and (events or (error is None and not (isinstance(signal, Use) and result is not True))):
+            # this step changes the view or the held counts: stop sharing them with a copy
+            self.view, self.held, self._shared = set(self.view), _counts(self.held.items()), False
         for ev in events:
             self._event(ev)
         if error is not None:
@@ -70,11 +85,11 @@ class KvMonitor:
             for b in signal.blocks:
                 if self.held[b] > 0:
                     self.held[b] -= 1
-            self.held = +self.held
+            self.held = _counts((b, n) for b, n in self.held.items() if n > 0)
         elif isinstance(signal, Promote):
             p = PartialBlock(signal.uuid)
             self.held[FullBlock(signal.hash)] += self.held.pop(p, 0)
-            self.held = +self.held
+            self.held = _counts((b, n) for b, n in self.held.items() if n > 0)
 
     def _fault(self, name: str, msg: str) -> None:
         self.faults.setdefault(name, msg)
@@ -205,7 +220,7 @@ def _no_trace(ctx: StepContext) -> str | None:
     what = f"raised {ctx.error.id!r}" if ctx.error is not None and hasattr(ctx.error, "id") else "returned false"
     pre: Before = ctx.pre
     # the model's whole state (what ``KvManager.key`` spells): refcounts, residency, eviction order
-    if m.active != pre.active or m.all_blocks != pre.all or tuple(m.inactive.order()) != pre.order:
+    if m.active != pre.active or m.all_blocks != pre.all or m.inactive.ordered() != pre.order:
         return f"{ctx.op} {what} but changed the state"
     if ctx.events:
         return f"{ctx.op} {what} but emitted {[e.to_json() for e in ctx.events]}"

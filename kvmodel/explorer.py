@@ -275,6 +275,7 @@ def explore(
     init = sp.system(config or {}, quirks)
     moves = sp.moves()
     ws = invariants.witnesses_for(sp.component)
+    pending, found = list(ws), 0
     res = ExploreResult(sp.component, init.config, sorted(init.quirks), sp.to_json(), symmetry)
     wanted = frozenset(until or ())
     res.until = sorted(wanted)
@@ -359,10 +360,13 @@ def explore(
                         }
                         if graph:
                             res.violations[v.invariant]["path_keys"] = [*keys_to(k), k2]
-                if out.ctx is not None:
-                    for w in ws:
-                        if w.name not in res.witnesses and w.check(out.ctx):
+                if pending and out.ctx is not None:
+                    for w in pending:
+                        if w.check(out.ctx):
                             res.witnesses[w.name] = d + 1
+                    if len(res.witnesses) > found:  # ask only the witnesses not yet seen
+                        found = len(res.witnesses)
+                        pending = [w for w in pending if w.name not in res.witnesses]
                 if graph:
                     edges.append((k, k2, kind))
                 if new:

@@ -18,7 +18,7 @@ from kvmodel.model.errors import InvalidInput
 U64_MAX = (1 << 64) - 1
 
 
-@attrs.frozen(order=False)
+@attrs.frozen(order=False, cache_hash=True)
 class FullBlock:
     """``UniqueBlock::FullBlock(u64)``: a block identified by its sequence hash."""
 
@@ -31,7 +31,7 @@ class FullBlock:
         return (0, self.hash, "")
 
 
-@attrs.frozen(order=False)
+@attrs.frozen(order=False, cache_hash=True)
 class PartialBlock:
     """``UniqueBlock::PartialBlock(Uuid)``: a still-filling block with a fresh identity."""
 

@@ -54,7 +54,7 @@ FAITHFUL: frozenset[str] = faithful(COMPONENT)
 IDEAL: frozenset[str] = frozenset()
 
 EvictorKind = Literal["wallclock", "counter"]
-_Saved = tuple[dict[UniqueBlock, int], Any, set[UniqueBlock], int]
+_Saved = tuple[dict[UniqueBlock, int], Any, set[UniqueBlock], int, bool]
 
 
 class _CapacityFailure(Exception):
@@ -101,6 +101,7 @@ class KvManager:
             WallClockLRU(quirks=()) if evictor == "wallclock" else CounterLRU()
         )
         self.all_blocks: set[UniqueBlock] = set()
+        self._shared = False  # the three structures above are shared with a clone (``clone``)
         self.outbox: list[MoveBlockResponse] = []
 
     # ------------------------------------------------------------------ configuration
@@ -117,22 +118,35 @@ class KvManager:
         return name in self.quirks
 
     def clone(self) -> KvManager:
+        """An independent copy. Copy-on-write: the copy shares the refcounts, the evictor and the
+        resident set with this manager until either of them changes them (:meth:`_own`), so a copy
+        whose next step is rejected and rolled back (most of an explorer's steps) copies nothing."""
         c = KvManager.__new__(KvManager)
         c.max_capacity, c.block_size, c.channel = self.max_capacity, self.block_size, self.channel
         c.evictor_kind, c.quirks = self.evictor_kind, self.quirks
-        c.active = dict(self.active)
-        c.inactive = self.inactive.copy()
-        c.all_blocks = set(self.all_blocks)
+        c.active, c.inactive, c.all_blocks = self.active, self.inactive, self.all_blocks
+        c._shared = self._shared = True
         c.outbox = list(self.outbox)
         return c
+
+    def _own(self) -> None:
+        """Before a change: stop sharing the structures with a clone (copy them)."""
+        if self._shared:
+            self.active, self.inactive = dict(self.active), self.inactive.copy()
+            self.all_blocks, self._shared = set(self.all_blocks), False
 
     # ------------------------------------------------------------------ transactions
 
     def _save(self) -> _Saved:
-        return (dict(self.active), self.inactive.copy(), set(self.all_blocks), len(self.outbox))
+        """What a step that fails must leave: a copy of the state — or, while the structures are
+        shared with a clone, those structures themselves (the step copies them before its first
+        change, :meth:`_own`, so a step rejected before any change copies nothing)."""
+        if self._shared:
+            return (self.active, self.inactive, self.all_blocks, len(self.outbox), True)
+        return (dict(self.active), self.inactive.copy(), set(self.all_blocks), len(self.outbox), False)
 
     def _restore(self, s: _Saved) -> None:
-        self.active, self.inactive, self.all_blocks = s[0], s[1], s[2]
+        self.active, self.inactive, self.all_blocks, self._shared = s[0], s[1], s[2], s[4]
         del self.outbox[s[3] :]
 
     def _send(self, response: MoveBlockResponse) -> None:
@@ -198,6 +212,7 @@ class KvManager:
         atomic_fail = not self.q("use_non_atomic")
         atomic_panic = not self.q("partial_parent_panic_after_mutation")
         saved = self._save() if (atomic_fail or atomic_panic) else None
+        self._own()  # a Use changes the state at its first block
         try:
             self._use_loop(blocks, lineage)
         except _CapacityFailure:
@@ -271,6 +286,8 @@ class KvManager:
             rc = self.active.get(b)
             if rc is None:
                 raise DestroyNotActive(f"{b.to_json()} is not active")
+            if self._shared:
+                self._own()
             if rc > 1 and not self.q("destroy_ignores_refcount"):
                 self.active[b] = rc - 1
                 continue
@@ -301,6 +318,8 @@ class KvManager:
                 raise DerefNotHeld(f"{b.to_json()} is not active")
             if rc == 0:
                 raise NegativeRefcount(f"{b.to_json()}")
+            if self._shared:
+                self._own()
             if rc > 1:
                 self.active[b] = rc - 1
                 continue
@@ -332,6 +351,7 @@ class KvManager:
             if p.parent_hash == p.hash or parent not in self.all_blocks:
                 raise PromoteParentUnknown(f"parent {p.parent_hash} of {p.hash}")
         was_resident = full in self.all_blocks
+        self._own()
         rc = self.active.pop(partial)
         if full in self.active and not self.q("promote_overwrites_refcount"):
             self.active[full] += rc
@@ -405,7 +425,7 @@ class KvManager:
         """Hashable canonical state (for the explorer and state comparisons)."""
         return (
             tuple(sorted(((b.sort_key(), rc) for b, rc in self.active.items()))),
-            tuple(b.sort_key() for b in self.inactive.order()),
+            tuple(b.sort_key() for b in self.inactive.ordered()),
             tuple(sorted(b.sort_key() for b in self.all_blocks)),
         )
 

@@ -43,8 +43,18 @@ class _Table(Generic[T]):
     """What both evictors answer from their ``free_table`` alone."""
 
     free_table: dict[T, Any]
+    _order: tuple[T, ...] | None = None  # ``order()`` until the next change; every mutator drops it
+
+    def ordered(self) -> tuple[T, ...]:
+        """``order()`` as a tuple, computed once between two changes (a search compares the
+        eviction order of one state with many steps' results)."""
+        got = self._order
+        if got is None:
+            got = self._order = tuple(self.order())  # type: ignore[attr-defined]
+        return got
 
     def remove(self, obj: T) -> bool:
+        self._order = None
         return self.free_table.pop(obj, None) is not None
 
     def contains(self, obj: T) -> bool:
@@ -102,10 +112,12 @@ class WallClockLRU(_Table[T]):
         c.queue = deque(self.queue)
         c.clock = self.clock
         c._n = self._n
+        c._order = self._order
         return c
 
     def insert(self, obj: T, clock: int | None = None) -> None:
         """Insert or refresh ``obj`` at ``clock`` (default: the next logical instant)."""
+        self._order = None
         if clock is None:
             self.clock += 1
         else:
@@ -122,6 +134,7 @@ class WallClockLRU(_Table[T]):
             self.queue = deque((o, s) for (o, s) in self.queue if self.free_table.get(o, None) == s)
 
     def evict(self) -> T | None:
+        self._order = None
         if not self.free_table:
             return None
         while self.queue:
@@ -163,19 +176,23 @@ class CounterLRU(_Table[T]):
         c.free_table = dict(self.free_table)
         c.positive_counter = self.positive_counter
         c.negative_counter = self.negative_counter
+        c._order = self._order
         return c
 
     def insert(self, obj: T, clock: int | None = None) -> None:
+        self._order = None
         self.positive_counter += 1
         self.free_table.pop(obj, None)
         self.free_table[obj] = self.positive_counter
 
     def push_front(self, obj: T) -> None:
+        self._order = None
         self.negative_counter -= 1
         self.free_table.pop(obj, None)
         self.free_table[obj] = self.negative_counter
 
     def evict(self) -> T | None:
+        self._order = None
         if not self.free_table:
             return None
         obj = min(self.free_table, key=self.free_table.__getitem__)

@@ -108,3 +108,37 @@ def test_every_operation_is_one_action_class() -> None:
         assert type(results[0].ctx.args).__name__ == "Insert"  # type: ignore[union-attr]
         bad = s.step("no_such_op", {})
         assert bad.error is not None and "no_such_op" in str(bad.error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seq=st.lists(st.tuples(st.sampled_from(["insert", "remove", "evict", "push_front", "copy"]), st.integers(0, 4))),
+    counter=st.booleans(),
+    stale=st.booleans(),
+)
+def test_the_kept_eviction_order_is_the_order_after_every_change(
+    seq: list[tuple[str, int]], counter: bool, stale: bool
+) -> None:
+    """``ordered()`` keeps ``order()`` between changes: after any run of operations (and copies,
+    which carry it) it is the order ``order()`` computes afresh, on the evictor and on every copy
+    still alive, and a copy's changes leave the original's untouched."""
+    lru: CounterLRU[int] | WallClockLRU[int] = (
+        CounterLRU() if counter else WallClockLRU(2, quirks=["equal_timestamp_stale_entry"] if stale else [])
+    )
+    copies = []
+    for op, x in seq:
+        lru.ordered()  # keep an order, to be dropped by the next change
+        if op == "copy":
+            copies.append((lru, tuple(lru.order())))
+            lru = lru.copy()
+        elif op == "insert":
+            lru.insert(x)
+        elif op == "remove":
+            lru.remove(x)
+        elif op == "evict":
+            lru.evict()
+        elif isinstance(lru, CounterLRU):
+            lru.push_front(x)
+        assert lru.ordered() == tuple(lru.order())
+    for old, order in copies:
+        assert old.ordered() == tuple(old.order()) == order

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -117,22 +118,12 @@ class KvSpace:
         ]
         if len(labels) == len(lab):  # no two ids alike: every class is a single move
             return [(i, 1) for i in range(len(moves))]
-        width = len(lab) + 1
-        classes: dict[tuple[int, ...], list[int]] = {}
-        for mi, (tag, ids) in enumerate(_move_ids(self, moves)):
-            seen: dict[int, int] = {}
-            form = [tag]
-            for x in ids:
-                if x < 0:
-                    form.append(-1)
-                    continue
-                r = seen.get(x)
-                if r is None:
-                    r = seen[x] = len(seen)
-                form.append(lab[x] * width + r)
-            c = classes.get(tuple(form))
+        classes: dict[tuple[int, Any], list[int]] = {}
+        for mi, (pattern, names) in enumerate(_move_forms(self, moves)):
+            form = (pattern, names(lab))
+            c = classes.get(form)
             if c is None:
-                classes[tuple(form)] = [mi, 1]
+                classes[form] = [mi, 1]
             else:
                 c[1] += 1
         return [(c[0], c[1]) for c in classes.values()]
@@ -141,18 +132,22 @@ class KvSpace:
 Sig = tuple[int, int, bool, bool, int]
 
 _TAGS = {Use: 0, Deref: 1, Destroy: 2, Promote: 3}
-_MOVE_IDS: dict[KvSpace, list[tuple[int, tuple[int, ...]]]] = {}
+_INDEX: dict[KvSpace, dict[UniqueBlock, int]] = {}  # each block of the space -> its id
+_MOVE_FORMS: dict[KvSpace, list[tuple[int, Callable[[list[int]], Any]]]] = {}
 
 
-def _move_ids(space: KvSpace, moves: list[Any]) -> list[tuple[int, tuple[int, ...]]]:
-    """Each move as (type tag, the ids it names): full ``h`` is ``h``, partial ``p<i>`` is
-    ``n_full + i``, no parent is -1 (built once per space)."""
-    got = _MOVE_IDS.get(space)
+def _move_forms(space: KvSpace, moves: list[Any]) -> list[tuple[int, Callable[[list[int]], Any]]]:
+    """What a move's class depends on, split into the part fixed by the move (its type tag and,
+    for each id it names, the id's rank among the distinct ids it names, or -1 for no parent:
+    numbered) and a getter of the labels of its distinct ids, first occurrence first. Full ``h``
+    is id ``h``, partial ``p<i>`` is ``n_full + i``. Built once per space."""
+    got = _MOVE_FORMS.get(space)
     if got is None or len(got) != len(moves):
 
         def ix(b: UniqueBlock) -> int:
             return b.hash if isinstance(b, FullBlock) else space.n_full + int(b.uuid[1:])
 
+        patterns: dict[tuple[int, ...], int] = {}
         got = []
         for m in moves:
             if isinstance(m, Promote):
@@ -163,8 +158,10 @@ def _move_ids(space: KvSpace, moves: list[Any]) -> list[tuple[int, tuple[int, ..
                 )
             else:
                 ids = tuple(ix(b) for b in m.blocks)
-            got.append((_TAGS[type(m)], ids))
-        _MOVE_IDS[space] = got
+            distinct = list(dict.fromkeys(x for x in ids if x >= 0))
+            shape = (_TAGS[type(m)], *(-1 if x < 0 else distinct.index(x) for x in ids))
+            got.append((patterns.setdefault(shape, len(patterns)), operator.itemgetter(*distinct)))
+        _MOVE_FORMS[space] = got
     return got
 
 
@@ -172,27 +169,27 @@ def signatures(s: KvManagerSystem, space: KvSpace) -> tuple[list[Sig], list[Sig]
     """Per-id signatures: (refcount, 1 + LRU position or 0 if not inactive, resident, in router
     view, held) — the bytes of the canonical key.
 
-    Built by walking the model's few entries rather than probing every id (a full block's index
-    is its hash, a partial's its name's number), so no block value is hashed. Only the space's
-    blocks can be in the model (every move names them), which ``ix`` asserts."""
+    Built by walking the model's few entries rather than probing every id (a full block's id is
+    its hash, a partial's its name's number, looked up in a table of the space's blocks). Only
+    the space's blocks can be in the model (every move names them), which the lookup asserts."""
     m, mon = s.model, s.monitor
     nf, n = space.n_full, space.n_full + space.partials
     rc, pos, held = [0] * n, [0] * n, [0] * n
     res, view = [False] * n, [False] * n
-
-    def ix(b: UniqueBlock) -> int:
-        i = b.hash if type(b) is FullBlock else nf + int(b.uuid[1:])  # type: ignore[union-attr]
-        assert 0 <= i < n and (i < nf) == (type(b) is FullBlock), f"{b} is not in the space"
-        return i
-
-    for b, c in m.active.items():
-        rc[ix(b)] = c
-    for i, b in enumerate(m.inactive.order(), 1):
-        pos[ix(b)] = i
-    for b in m.all_blocks:
-        res[ix(b)] = True
-    for b, c in mon.held.items():
-        held[ix(b)] = c
+    index = _INDEX.get(space)
+    if index is None:
+        index = _INDEX[space] = {b: i for i, b in enumerate(space.blocks())}
+    try:
+        for b, c in m.active.items():
+            rc[index[b]] = c
+        for i, b in enumerate(m.inactive.ordered(), 1):
+            pos[index[b]] = i
+        for b in m.all_blocks:
+            res[index[b]] = True
+        for b, c in mon.held.items():
+            held[index[b]] = c
+    except KeyError as e:
+        raise AssertionError(f"{e.args[0]} is not in the space") from None
     for h in mon.view:
         if 0 <= h < nf:
             view[h] = True

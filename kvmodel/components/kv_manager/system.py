@@ -60,7 +60,7 @@ class KvManagerSystem(System):
             # a rejected step: the monitor moved nothing (it counts references only for a step
             # that succeeded, and saw no event); unchanged if the model's refcounts, residency
             # and eviction order — what the key reads of it — are the Before's
-            order = tuple(m.inactive.order())
+            order = m.inactive.ordered()
             out.unchanged = m.active == pre.active and m.all_blocks == pre.all and order == pre.order
         # no pre-step key: the failed-operation invariant compares the Before with the model
         ctx = StepContext(m, self.monitor, op, signal, out.result, out.error, out.events, None, pre)
@@ -74,7 +74,7 @@ class KvManagerSystem(System):
         failed-operation invariant compares instead of spelling the model's key twice."""
         m = self.model
         return Before(
-            dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks), tuple(m.inactive.order())
+            dict(m.active), frozenset(m.active), m.inactive.keys(), frozenset(m.all_blocks), m.inactive.ordered()
         )
 
     def snapshot(self) -> dict[str, Any]:
