@@ -5,10 +5,13 @@ commit before the 2026-12-03 speed-ups): the script checks it out in a temporary
 runs each side in its own process, the earlier tree imported ahead of the installed one, the
 two sides alternated ``--repeats`` times. Worlds: the CLI's default world of each G1 component
 with two requests at capacity 4, ideal model — the native search to its end, the KVBM one to its
-first 20,000 canonical states. Both sides must report the same states and transitions.
+first 20,000 canonical states. ``--kv``: the KV manager's worlds of ``explore_vs_spin.py``
+(capacity C, C+2 full ids, one partial, batches of 2, refcounts of 2; C = 4, 5, 6) instead,
+each search the best of five in its process (they take a tenth of a second). Both sides must
+report the same states and transitions.
 
 Writes ``benchmarks/results/explore_before_after.json``.
-Usage: ``python benchmarks/explore_before_after.py [--before REV] [--repeats N]``.
+Usage: ``python benchmarks/explore_before_after.py [--before REV] [--repeats N] [--kv] [--out F]``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLDS = (("g1_native", 4, 100_000), ("g1_kvbm", 4, 20_000))
+KV_WORLDS = (("kv_manager", 4, 100_000), ("kv_manager", 5, 100_000), ("kv_manager", 6, 100_000))
 
 _DRIVER = """
 import json, sys, time
@@ -37,19 +41,27 @@ if tree != "-":
 from kvmodel import components, explorer
 out = {}
 for name, cap, n in json.loads(sys.argv[2]):
-    comp = components.get(name)
-    space = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": 2}))
-    t = time.perf_counter()
-    r = explorer.explore({"max_capacity": cap}, (), space, max_states=n)
-    out[name] = {"states": r.states, "transitions": r.transitions, "complete": r.complete,
-                 "violations": sorted(r.violations), "seconds": time.perf_counter() - t}
+    if name == "kv_manager":
+        from kvmodel.components.kv_manager.space import KvSpace
+        space, tries = KvSpace(n_full=cap + 2, partials=1, max_batch=2, max_refcount=2), 5
+    else:
+        comp = components.get(name)
+        space = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": 2}))
+        tries = 1
+    best = None
+    for _ in range(tries):
+        t = time.perf_counter()
+        r = explorer.explore({"max_capacity": cap}, (), space, max_states=n)
+        best = min(best or 1e9, time.perf_counter() - t)
+    out[f"{name}@{cap}"] = {"states": r.states, "transitions": r.transitions, "complete": r.complete,
+                 "violations": sorted(r.violations), "seconds": best}
 print(json.dumps(out))
 """
 
 
-def side(tree: str) -> dict[str, Any]:
+def side(tree: str, worlds: Any) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", _DRIVER, tree, json.dumps(WORLDS)], check=True, capture_output=True, text=True
+        [sys.executable, "-c", _DRIVER, tree, json.dumps(worlds)], check=True, capture_output=True, text=True
     ).stdout
     return json.loads(out)  # type: ignore[no-any-return]
 
@@ -58,8 +70,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", default="f7df9c3")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--kv", action="store_true", help="the KV manager's worlds (C = 4, 5, 6)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "explore_before_after.json"))
     a = ap.parse_args()
+    worlds = KV_WORLDS if a.kv else WORLDS
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
         wt = Path(tmp) / "before"
@@ -70,15 +84,15 @@ def main() -> int:
                 if not link.exists():
                     link.symlink_to(src)
             for _ in range(a.repeats):
-                runs["before"].append(side(str(wt)))
-                runs["after"].append(side("-"))
+                runs["before"].append(side(str(wt), worlds))
+                runs["after"].append(side("-", worlds))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(wt)], check=False)
     rows = []
     same = True
-    for name, cap, n in WORLDS:
-        b = [r[name] for r in runs["before"]]
-        f = [r[name] for r in runs["after"]]
+    for name, cap, n in worlds:
+        b = [r[f"{name}@{cap}"] for r in runs["before"]]
+        f = [r[f"{name}@{cap}"] for r in runs["after"]]
         facts = {(x["states"], x["transitions"], tuple(x["violations"])) for x in b + f}
         same = same and len(facts) == 1
         mb, mf = statistics.median(x["seconds"] for x in b), statistics.median(x["seconds"] for x in f)
@@ -96,7 +110,7 @@ def main() -> int:
                 "same_search": len(facts) == 1,
             }
         )
-        print(f"{name}: {f[0]['states']} states, before {mb:.2f} s, after {mf:.2f} s, {mb / mf:.2f}x", flush=True)
+        print(f"{name} C={cap}: {f[0]['states']} states, before {mb:.3f} s, after {mf:.3f} s, {mb / mf:.2f}x")
     result = {
         "benchmark": "explore_before_after",
         "before": a.before,
