@@ -461,3 +461,47 @@ def test_a_rejected_step_that_changed_nothing_is_marked_unchanged() -> None:
     assert used.error is None and used.result is True and not used.unchanged
     full = s.clone().apply("process", Use((FullBlock(1),)))
     assert full.result is False and full.unchanged
+
+
+def _token_automorphisms(prompts: list[tuple[tuple[int, ...], bool]], fixed: set[int]) -> list[dict[int, int]]:
+    """Every renaming of the tokens that maps the world's set of prompts (tokens, caching) onto
+    itself and fixes the pushed tokens: the prompt renamings a symmetry reduction could use."""
+    import itertools
+
+    out = []
+    for image in itertools.permutations(range(len(prompts))):
+        pi: dict[int, int] = {}
+        ok = True
+        for (src, c), (dst, d) in zip(prompts, (prompts[i] for i in image), strict=True):
+            if len(src) != len(dst) or c != d:
+                ok = False
+                break
+            for a, b in zip(src, dst, strict=True):
+                if pi.setdefault(a, b) != b:
+                    ok = False
+            if not ok:
+                break
+        if ok and len(set(pi.values())) == len(pi) and all(pi.get(t, t) == t for t in fixed):
+            out.append(pi)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["g1_native", "g1_kvbm"])
+def test_no_g1_world_has_a_prompt_renaming(backend: str) -> None:
+    """Issue 25 asks for prompt and hash renaming where sound. In every G1 world that can be
+    built (each number of prompts), the only renaming of tokens that maps the world's prompts
+    onto themselves and keeps the pushed token is the identity — so these worlds have no prompt
+    symmetry to reduce (and the hashes, functions of the tokens, none to rename with it). A new
+    prompt that made one possible fails this test."""
+    from kvmodel.components.g1_kvbm.space import KVBM_PROMPTS, KvbmSpace
+    from kvmodel.components.g1_native.space import G1_PROMPTS, G1Space
+
+    table = [(p, True) for p in G1_PROMPTS] if backend == "g1_native" else list(KVBM_PROMPTS)
+    cls = G1Space if backend == "g1_native" else KvbmSpace
+    for n in range(1, len(table) + 1):
+        moves = cls(prompts=n).moves()  # type: ignore[call-arg]
+        pushed = {m.token for m in moves if hasattr(m, "token")}
+        tokens = {m.tokens and tuple(m.tokens) for m in moves if hasattr(m, "tokens")}
+        assert tokens == {p for p, _ in table[:n]}  # the world's prompts are the table's first n
+        autos = _token_automorphisms(table[:n], pushed)
+        assert [pi for pi in autos if any(a != b for a, b in pi.items())] == [], (n, autos)
