@@ -70,9 +70,22 @@ def blocks_from_json(obj: Any) -> tuple[UniqueBlock, ...]:
 
 
 def check_block(b: object) -> UniqueBlock:
-    if isinstance(b, FullBlock | PartialBlock):
+    if isinstance(b, _BLOCKS):
         return b
     raise InvalidInput(f"not a UniqueBlock: {b!r}")
+
+
+_BLOCKS = (FullBlock, PartialBlock)
+
+
+def check_blocks(blocks: Any) -> tuple[UniqueBlock, ...]:
+    """The blocks as a tuple, each a ``UniqueBlock`` (else ``InvalidInput`` naming the first that
+    is not): :func:`check_block` over a list, without building a new tuple for one."""
+    t = blocks if type(blocks) is tuple else tuple(blocks)
+    for b in t:
+        if not isinstance(b, _BLOCKS):
+            raise InvalidInput(f"not a UniqueBlock: {b!r}")
+    return t
 
 
 # --- MoveBlock signals ------------------------------------------------------------------

@@ -31,6 +31,7 @@ from kvmodel.model.blocks import (
     UniqueBlock,
     Use,
     check_block,
+    check_blocks,
 )
 from kvmodel.model.errors import (
     DerefNotHeld,
@@ -129,6 +130,12 @@ class KvManager:
         c.outbox = list(self.outbox)
         return c
 
+    def shares_state(self) -> bool:
+        """Whether the refcounts, evictor and resident set are still the ones shared with a
+        clone — then nothing has changed them since they were shared (every change copies them
+        first, :meth:`_own`)."""
+        return self._shared
+
     def _own(self) -> None:
         """Before a change: stop sharing the structures with a clone (copy them)."""
         if self._shared:
@@ -163,14 +170,12 @@ class KvManager:
     def process(self, signal: MoveBlock) -> bool:
         """``KvManager::process``: apply one MoveBlock; false only when a Use runs out of space."""
         if isinstance(signal, Use):
-            return self._use(tuple(check_block(b) for b in signal.blocks))
+            return self._use(check_blocks(signal.blocks))
         if isinstance(signal, Destroy):
-            self._atomic_unless(
-                "destroy_mutates_before_panic", self._destroy, tuple(check_block(b) for b in signal.blocks)
-            )
+            self._atomic_unless("destroy_mutates_before_panic", self._destroy, check_blocks(signal.blocks))
             return True
         if isinstance(signal, Deref):
-            self._atomic_unless("deref_ignores_unknown", self._deref, tuple(check_block(b) for b in signal.blocks))
+            self._atomic_unless("deref_ignores_unknown", self._deref, check_blocks(signal.blocks))
             return True
         if isinstance(signal, Promote):
             self._promote(signal)
@@ -178,7 +183,7 @@ class KvManager:
         raise InvalidInput(f"not a MoveBlock: {signal!r}")
 
     def _atomic_unless(self, quirk: str, op: Any, blocks: tuple[UniqueBlock, ...]) -> None:
-        if self.q(quirk):
+        if quirk in self.quirks:
             op(blocks)
             return
         saved = self._save()

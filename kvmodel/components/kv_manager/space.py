@@ -205,12 +205,36 @@ def _pack(sigs: Iterable[Sig]) -> bytes:
 
 
 def canonical(s: KvManagerSystem, space: KvSpace, symmetry: bool) -> bytes:
-    """The state as a compact byte string: 5 bytes per id, sorted per group with symmetry."""
-    fulls, parts = signatures(s, space)
-    if symmetry:
-        fulls.sort()
-        parts.sort()
-    return _pack(fulls) + _pack(parts)
+    """The state as a compact byte string: 5 bytes per id (its :func:`signatures` entry), sorted
+    per group with symmetry. Written straight into one buffer rather than through the
+    signature tuples (the same bytes: a signature's fields are small naturals and booleans,
+    and bytes sort as their tuples do)."""
+    m, mon = s.model, s.monitor
+    nf, n = space.n_full, space.n_full + space.partials
+    index = _INDEX.get(space)
+    if index is None:
+        index = _INDEX[space] = {b: i for i, b in enumerate(space.blocks())}
+    buf = bytearray(SIG_BYTES * n)
+    try:
+        for b, c in m.active.items():
+            buf[SIG_BYTES * index[b]] = c
+        for i, b in enumerate(m.inactive.ordered(), 1):
+            buf[SIG_BYTES * index[b] + 1] = i
+        for b in m.all_blocks:
+            buf[SIG_BYTES * index[b] + 2] = 1
+        for b, c in mon.held.items():
+            buf[SIG_BYTES * index[b] + 4] = c
+    except KeyError as e:
+        raise AssertionError(f"{e.args[0]} is not in the space") from None
+    for h in mon.view:
+        if 0 <= h < nf:
+            buf[SIG_BYTES * h + 3] = 1
+    if not symmetry:
+        return bytes(buf)
+    cut = SIG_BYTES * nf
+    fulls = sorted(buf[i : i + SIG_BYTES] for i in range(0, cut, SIG_BYTES))
+    parts = sorted(buf[i : i + SIG_BYTES] for i in range(cut, SIG_BYTES * n, SIG_BYTES))
+    return b"".join(fulls) + b"".join(parts)
 
 
 def orbit_size(key: bytes, space: KvSpace) -> int:

@@ -48,25 +48,38 @@ class KvManagerSystem(System):
         m = self.model
         pre = self._pre if self._pre is not None else self._before()
         self._pre = None
-        out = Outcome(op, args_json if args_json is not None else action.to_json())
+        result: Any = None
+        error: ModelError | None = None
         try:
-            out.result = action.run(m)
+            result = action.run(m)
         except ModelError as e:
-            out.error = e
-        out.events = m.drain_events()
+            error = e
+        events = m.drain_events()
         signal = action.signal if isinstance(action, Process) else None
-        self.monitor.observe(signal, out.result, out.error, out.events)
-        if (out.error is not None or out.result is False) and not out.events:
+        self.monitor.observe(signal, result, error, events)
+        unchanged = False
+        if (error is not None or result is False) and not events:
             # a rejected step: the monitor moved nothing (it counts references only for a step
             # that succeeded, and saw no event); unchanged if the model's refcounts, residency
-            # and eviction order — what the key reads of it — are the Before's
-            order = m.inactive.ordered()
-            out.unchanged = m.active == pre.active and m.all_blocks == pre.all and order == pre.order
+            # and eviction order — what the key reads of it — are the Before's. A model still
+            # sharing its structures with a clone (``KvManager.clone``) has not changed them since
+            # the step began: every change copies them first, and a rollback to a saved state
+            # taken while shared brings back those very structures (``KvManager._restore``)
+            unchanged = m.shares_state() or (
+                m.active == pre.active and m.all_blocks == pre.all and m.inactive.ordered() == pre.order
+            )
         # no pre-step key: the failed-operation invariant compares the Before with the model
-        ctx = StepContext(m, self.monitor, op, signal, out.result, out.error, out.events, None, pre)
-        out.violations = check_all(self.component, ctx)
-        out.ctx = ctx
-        return out
+        ctx = StepContext(m, self.monitor, op, signal, result, error, events, None, pre)
+        return Outcome(
+            op,
+            args_json if args_json is not None else action.to_json(),
+            result,
+            error,
+            events,
+            check_all(self.component, ctx),
+            ctx,
+            unchanged,
+        )
 
     def _before(self) -> Before:
         """What the step invariants read of the state before a step (read, never changed, by
