@@ -70,6 +70,10 @@ class KvMonitor:
         return (tuple(sorted(self.view)), tuple(sorted((b.sort_key(), n) for b, n in self.held.items() if n)))
 
     def observe(self, signal: Any, result: Any, error: Exception | None, events: list[Any]) -> None:
+        if error is not None and not events:  # a rejected step that emitted nothing moves nothing
+            if self.faults:
+                self.faults = {}
+            return
         self.faults = {}
         if self._shared and (events or (error is None and not (isinstance(signal, Use) and result is not True))):
             # this step changes the view or the held counts: stop sharing them with a copy

@@ -283,6 +283,10 @@ def explore(
         getattr(sp, "move_classes", None) if symmetry and reduce_moves else None
     )
     every = [(i, 1) for i in range(len(moves))]
+    kinds = [sp.move_kind(m) for m in moves]
+    allows, key = sp.allows, sp.key
+    # a space whose moves decode alike in every state (``state_free_moves``) decodes each once
+    fixed = [sp.concrete(init, m) for m in moves] if getattr(sp, "state_free_moves", False) else None
     k0 = sp.key(init, symmetry)
     # canonical key -> (parent key, index of the move, depth); the root's parent is None
     parent: dict[Any, tuple[Any, int, int]] = {k0: (None, -1, 0)}
@@ -322,14 +326,14 @@ def explore(
             ok_any = False
             for mi, weight in every if classes is None else classes(s, moves):
                 move = moves[mi]
-                kind = sp.move_kind(move)
+                kind = kinds[mi]
                 c = cov.get(kind)
                 if c is None:  # (``setdefault`` would build a Counter per move)
                     c = cov[kind] = Counter()
-                if not sp.allows(s, move):
+                if not allows(s, move):
                     c["disabled"] += weight
                     continue
-                op, decoded, args = sp.concrete(s, move)
+                op, decoded, args = sp.concrete(s, move) if fixed is None else fixed[mi]
                 nxt = s.clone()
                 out = nxt.apply(op, decoded, args)
                 res.transitions += weight
@@ -340,7 +344,7 @@ def explore(
                     c["ok"] += weight
                     ok_any = True
                 # a step its system knows changed nothing reaches the state it left (same key)
-                k2 = k if out.unchanged else sp.key(nxt, symmetry)
+                k2 = k if out.unchanged else key(nxt, symmetry)
                 new = k2 not in parent
                 violations = out.violations
                 if new and defer_state_checks and out.ctx is not None:

@@ -187,6 +187,31 @@ def test_move_classes_run_fewer_transitions_where_ids_are_alike() -> None:
     assert r.transitions_run < r.transitions
 
 
+@given(picks=st.lists(st.integers(0, 10_000), max_size=10))
+def test_kept_move_classes_are_the_ones_computed_afresh(picks: list[int]) -> None:
+    """``KvSpace.move_classes`` keeps the classes of each pattern of alike ids it meets: along
+    random runs, what it returns from the kept table is what it computes with the table empty,
+    and the classes cover every move once."""
+    from kvmodel.components.kv_manager import space as kv_space
+
+    sp = KvSpace(n_full=4, partials=1, max_batch=2, max_refcount=2)
+    s = sp.system({"max_capacity": 3}, [])
+    moves = sp.moves()
+    for p in [*picks, None]:
+        kept = sp.move_classes(s, moves)
+        table = kv_space._CLASSES.pop(sp, None)
+        try:
+            assert sp.move_classes(s, moves) == kept
+        finally:
+            if table is not None:
+                kv_space._CLASSES[sp] = table
+        assert sum(w for _, w in kept) == len(moves)
+        enabled = [m for m in moves if sp.allows(s, m)]
+        if p is None or not enabled:
+            break
+        s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
+
+
 @pytest.mark.parametrize("quirk", list(QUIRKS.values()), ids=lambda q: q.name)
 def test_catalogue_breakage_sets_are_exactly_what_exhaustive_search_finds(quirk: Any) -> None:
     entry = next(e for e in EXPLORE if e["name"].startswith(f"quirk-{quirk.name}-"))

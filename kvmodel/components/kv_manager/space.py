@@ -79,8 +79,11 @@ class KvSpace:
     def moves(self) -> list[Any]:
         return list(self.actions())
 
+    # a move decodes to the same action in every state: the explorer decodes each once
+    state_free_moves = True
+
     def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
-        """(op, decoded arguments, JSON arguments) of a move in state ``s``."""
+        """(op, decoded arguments, JSON arguments) of a move, in any state ``s``."""
         return "process", Process(move), move.to_json()
 
     def allows(self, s: System, move: Any) -> bool:
@@ -118,6 +121,13 @@ class KvSpace:
         ]
         if len(labels) == len(lab):  # no two ids alike: every class is a single move
             return [(i, 1) for i in range(len(moves))]
+        # the classes depend only on which ids are alike (the labels, numbered in order of first
+        # appearance) and on the moves: states alike in that share them
+        memo = _CLASSES.setdefault(self, {})
+        alike = (len(moves), *lab)
+        got = memo.get(alike)
+        if got is not None:
+            return got
         classes: dict[tuple[int, Any], list[int]] = {}
         for mi, (pattern, names) in enumerate(_move_forms(self, moves)):
             form = (pattern, names(lab))
@@ -126,7 +136,10 @@ class KvSpace:
                 classes[form] = [mi, 1]
             else:
                 c[1] += 1
-        return [(c[0], c[1]) for c in classes.values()]
+        got = [(c[0], c[1]) for c in classes.values()]
+        if len(memo) < _CLASSES_KEPT:
+            memo[alike] = got
+        return got
 
 
 Sig = tuple[int, int, bool, bool, int]
@@ -134,6 +147,10 @@ Sig = tuple[int, int, bool, bool, int]
 _TAGS = {Use: 0, Deref: 1, Destroy: 2, Promote: 3}
 _INDEX: dict[KvSpace, dict[UniqueBlock, int]] = {}  # each block of the space -> its id
 _MOVE_FORMS: dict[KvSpace, list[tuple[int, Callable[[list[int]], Any]]]] = {}
+# per space, the move classes of each pattern of alike ids met (``KvSpace.move_classes``): at most
+# this many patterns kept per space (a wide space has more patterns than states worth keeping)
+_CLASSES: dict[KvSpace, dict[tuple[int, ...], list[tuple[int, int]]]] = {}
+_CLASSES_KEPT = 4096
 
 
 def _move_forms(space: KvSpace, moves: list[Any]) -> list[tuple[int, Callable[[list[int]], Any]]]:
