@@ -151,7 +151,8 @@ def validate(data: Any) -> str | None:
         return None
     e = errs[0]
     where = "/".join(str(x) for x in e.absolute_path) or "(top level)"
-    msg = e.message if len(e.message) < 160 else e.message[:157] + "..."
+    # a long message quotes the offending value; keep its head and its tail, which says what is wrong
+    msg = e.message if len(e.message) < 160 else e.message[:90] + " ... " + e.message[-65:]
     return f"at {where}: {msg}"
 
 
@@ -214,16 +215,24 @@ def replay(trace: dict[str, Any], *, source: str = "trace", keep_going: bool = F
     going on from its own state) and lists every divergence in ``divergences``, one per step and
     observed key (``error``, ``returns``, ``events``, ``state``); ``divergence`` stays the first."""
     res = ReplayResult(recorded_violation=trace.get("violation"))
+    try:
+        sys_ = make_system(trace["component"], trace.get("config", {}), trace.get("quirks", []))
+    except (InvalidInput, ValueError) as e:
+        raise TraceError(f"{source}: {e}") from None
     rev = trace.get("revision")
     if rev is not None:
         from kvmodel.model.quirks import REVISIONS
 
         if (trace["component"], rev) not in REVISIONS:
             raise TraceError(f"{source}: unknown revision {rev!r} of {trace['component']}")
-    try:
-        sys_ = make_system(trace["component"], trace.get("config", {}), trace.get("quirks", []))
-    except (InvalidInput, ValueError) as e:
-        raise TraceError(f"{source}: {e}") from None
+    ops = getattr(sys_, "OPS", None)
+    if ops is not None:  # a step naming no operation of the component is a malformed trace
+        for i, step in enumerate(trace["steps"]):
+            if step["op"] not in ops:
+                raise TraceError(
+                    f"{source}: step {i}: {step['op']!r:.60} is not an operation of {trace['component']}"
+                    f" (known: {', '.join(sorted(ops))})"
+                )
     for i, step in enumerate(trace["steps"]):
         out = sys_.step(step["op"], step.get("args"))
         res.steps_run = i + 1

@@ -98,6 +98,15 @@ def test_trace_with_unknown_component_or_quirk(tmp_path: Path, capsys: pytest.Ca
         ({"component": "warp_drive"}, "unknown component"),
         ({"quirks": ["no_such_quirk"]}, "unknown quirk"),
         ({"config": {"max_capacity": -1}}, "max_capacity"),
+        # the component is named before its revision is looked up
+        ({"component": "warp_drive", "revision": "R01"}, "unknown component"),
+        # a step naming no operation of the component is a malformed trace, not a divergence
+        (
+            {"steps": [*t["steps"], {"op": "warp", "args": {}}]},
+            f"step {len(t['steps'])}: 'warp' is not an operation of kv_manager",
+        ),
+        # a schema message quoting a long value keeps what it says is wrong
+        ({"steps": [{"op": "current_capacity"}] * 100_001}, "is too long"),
     ):
         f = tmp_path / "t.json"
         f.write_text(json.dumps({**t, **patch}))
