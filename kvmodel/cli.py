@@ -34,6 +34,7 @@ from kvmodel.cliargs import (
 )
 from kvmodel.components import EXPLORE, SPEC
 from kvmodel.engines import ENGINE_NAMES, Budget
+from kvmodel.jsonio import write_text
 from kvmodel.profiles import PROFILES
 from kvmodel.progress import Progress
 from kvmodel.verdicts import EXIT
@@ -124,7 +125,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.itf:
         from kvmodel.itf import from_trace
 
-        Path(args.itf).write_text(json.dumps(from_trace(trace), indent=1, sort_keys=True) + "\n")
+        write_text(args.itf, json.dumps(from_trace(trace), indent=1, sort_keys=True) + "\n")
     res = traces.replay(trace, source=str(args.trace), keep_going=args.keep_going)
     if args.json:
         _emit_json({"trace": str(args.trace), **res.to_json()})
@@ -142,8 +143,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     trace = traces.load(args.trace)
     sys.stdout.write(show.terminal(trace))
     if args.html:
-        Path(args.html).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.html).write_text(show.page(trace, title=Path(args.trace).name))
+        write_text(args.html, show.page(trace, title=Path(args.trace).name))
         print(f"wrote {args.html}")
     return 0
 
@@ -155,6 +155,14 @@ def cmd_explore(args: argparse.Namespace) -> int:
     c = _component(args.component, lambda c: c.space, "explorable component")
     world = explore_world(args, c)
     check_outputs(args, ("dot", "svg"))
+    if args.mark is not None:  # checked before the search, not after it
+        from kvmodel import invariants
+
+        names = sorted(i.name for i in invariants.for_component(c.name))
+        if not (args.dot or args.svg):
+            raise UsageError("--mark marks a counterexample in the state graph: give --dot or --svg")
+        if args.mark not in names:
+            raise UsageError(f"--mark: {args.mark!r:.60} is not an invariant of {c.name} (known: {', '.join(names)})")
     quirks = quirks_of_args(args, c, default_faithful=False)
     space = c.explore_space(world)
     with Progress(f"explore {c.name}") as bar:

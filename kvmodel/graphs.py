@@ -128,17 +128,15 @@ def to_svg(graph: Any, *, mark: str | None = None, title: str = "kvmodel", timeo
 
 def write(graph: Any, title: str, mark: str | None, dot: str | None, svg: str | None) -> dict[str, Any]:
     """Write the state graph as DOT and/or SVG; what ``kvmodel explore --json`` reports of it."""
-    from pathlib import Path
+
+    from kvmodel.jsonio import write_text
 
     out: dict[str, Any] = {}
     if dot:
-        Path(dot).parent.mkdir(parents=True, exist_ok=True)
-        Path(dot).write_text(to_dot(graph, mark=mark, title=title))
+        write_text(dot, to_dot(graph, mark=mark, title=title))
         out["dot"] = dot
     if svg:
-        text = to_svg(graph, mark=mark, title=title)
-        Path(svg).parent.mkdir(parents=True, exist_ok=True)
-        Path(svg).write_text(text)
+        write_text(svg, to_svg(graph, mark=mark, title=title))
         out["svg"] = svg
     out["graph_nodes"], out["graph_edges"] = graph.number_of_nodes(), graph.number_of_edges()
     out["marked"] = marked_path(graph, mark)[0]

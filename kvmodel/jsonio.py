@@ -1,4 +1,5 @@
-"""Reading untrusted JSON files (traces, vectors) so that nothing a file holds can crash us.
+"""Reading untrusted JSON files (traces, vectors) so that nothing a file holds can crash us;
+writing outputs so that a failed write names its file (:func:`write_text`).
 
 :func:`read_json` returns the document or raises ``error(message)`` with one line naming the
 file and the problem: a directory or an unreadable path, a file over the size limit (a device,
@@ -83,3 +84,15 @@ def read_json(path: str | Path, error: Callable[[str], Exception]) -> Any:
     if problem:
         raise error(f"{p}: not usable JSON: {problem}")
     return data
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path``, making its directory; an ``OSError`` (a full disk, a
+    directory in the way) names the file."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    except OSError as e:
+        raise OSError(f"{p}: cannot write: {e.strerror or e}") from None
+    return p

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import show, traces
+from kvmodel.jsonio import write_text
 
 GOOD = ("pass", "reproduced")
 
@@ -53,7 +54,7 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
             trace = traces.load(row["trace"])
             out = page_dir / (Path(row["trace"]).stem + ".html")
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(show.page(trace, title=Path(row["trace"]).name))
+            write_text(out, show.page(trace, title=Path(row["trace"]).name))
             written.append(out)
             rel = out.relative_to(path.parent).as_posix()
             link = f'<a href="{html.escape(rel)}">{len(trace["steps"])}-step trace</a>'
@@ -95,7 +96,7 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
         + "\n</tbody></table>\n"
         "</body></html>\n"
     )
-    path.write_text(text)
+    write_text(path, text)
     return written
 
 
@@ -113,13 +114,12 @@ def write_outputs(summary: dict[str, Any], *, html: str | None, junit: str | Non
         for row in summary["results"]:
             if row.get("trace") and row["engine"] != "conform":
                 p = Path(row["trace"]).with_suffix(".itf.json")
-                p.write_text(_json.dumps(from_trace(traces.load(row["trace"])), indent=1, sort_keys=True) + "\n")
+                write_text(p, _json.dumps(from_trace(traces.load(row["trace"])), indent=1, sort_keys=True) + "\n")
                 row["itf"] = str(p)
     if html:
         said.append(f"wrote {html} and {len(write(summary, Path(html)))} counterexample page(s)")
     if junit:
         from kvmodel.junit import junit_xml
 
-        Path(junit).parent.mkdir(parents=True, exist_ok=True)
-        Path(junit).write_text(junit_xml(summary["results"]))
+        write_text(junit, junit_xml(summary["results"]))
     return said

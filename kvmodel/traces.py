@@ -123,10 +123,9 @@ def dumps(trace: dict[str, Any]) -> str:
 
 
 def write(trace: dict[str, Any], path: str | Path) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(dumps(trace))
-    return p
+    from kvmodel.jsonio import write_text
+
+    return write_text(path, dumps(trace))
 
 
 def load(path: str | Path) -> dict[str, Any]:

@@ -285,6 +285,8 @@ def test_bad_arguments_exit_2_with_one_line(argv: list[str]) -> None:
         ["quirks", "--component", "nope"],
         ["invariants", "--component", "nope"],
         ["mutants", "--engine", "hypothesis", "--max-examples", "0"],
+        ["explore", "--mark", "kv.store_only_new"],  # no graph to mark it in
+        ["explore", "--mark", "nope", "--dot", "/tmp/kvmodel-unused.dot"],  # no such invariant
     ],
 )
 def test_each_reported_bad_argument_is_refused(argv: list[str]) -> None:
@@ -307,6 +309,21 @@ def test_output_paths_are_checked_before_any_work(tmp_path: Path) -> None:
         rc, _, err = run_cli(argv)
         assert rc == 2, (argv, rc, err)
         assert_clean(argv, rc, err)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_write_that_fails_names_its_file(tmp_path: Path) -> None:
+    """A full disk (``/dev/full``) found only when writing: one line naming the file."""
+    t = _write(tmp_path, "t.json", _trace())
+    for argv in (
+        ["explore", "--component", "lru_evictor_counter", "--dot", "/dev/full"],
+        ["replay", str(t), "--itf", "/dev/full"],
+        ["show", str(t), "--html", "/dev/full"],
+    ):
+        rc, _, err = run_cli(argv)
+        assert rc == 2, (argv, rc, err)
+        assert_clean(argv, rc, err)
+        assert "/dev/full: cannot write" in err, err
 
 
 SMALL = st.one_of(
