@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import marshal
 import math
 import sys
 import time
@@ -68,14 +69,17 @@ class NoSymmetry:
         return 1
 
 
-def owner_canonical(s: Any, owners: int) -> tuple[int, str]:
+def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
     """Request symmetry for a system with ``key_under(perm)`` (its key with request ``o``
     renamed ``perm[o]``) and ``owner_signature(o)`` (what request ``o`` alone looks like, the
     same for a request and its renamed image).
 
     The requests are renamed in the order of their signatures, and only requests with equal
-    signatures are tried in every order: the canonical form is the least key (compared as text:
-    keys mix ``None`` and numbers) over those renamings. Every state of an orbit tries the same
+    signatures are tried in every order: the canonical form is the least key over those
+    renamings, each key spelled as bytes by ``marshal`` (format 2: no back-references, so equal
+    keys give equal bytes, whatever objects they share; keys mix ``None`` and numbers, so they
+    are compared spelled, not as tuples; a key holding anything but tuples, numbers, strings,
+    booleans and ``None`` is refused by ``marshal``, never spelled ambiguously). Every state of an orbit tries the same
     set of images, so the form is canonical; with ``d`` distinct keys among the ``c`` renamings
     tried, the orbit has ``owners! * d / c`` states (the stabiliser lies among the renamings of
     equal signatures), so the concrete count stays known. Soundness rests on the model treating
@@ -88,7 +92,7 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, str]:
             groups[-1].append(o)
         else:
             groups.append([o])
-    keys: set[str] = set()
+    keys: set[bytes] = set()
     tried = 0
     for arrangement in itertools.product(*(itertools.permutations(g) for g in groups)):
         perm = [0] * owners
@@ -96,7 +100,7 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, str]:
             perm[o] = new
         tried += 1
         identity = all(i == p for i, p in enumerate(perm))
-        keys.add(repr(s.key() if identity else s.key_under(tuple(perm))))
+        keys.add(marshal.dumps(s.key() if identity else s.key_under(tuple(perm)), 2))
     return math.factorial(owners) * len(keys) // tried, min(keys)
 
 
