@@ -78,8 +78,9 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
     signatures are tried in every order: the canonical form is the least key over those
     renamings, each key spelled as bytes by ``marshal`` (format 2: no back-references, so equal
     keys give equal bytes, whatever objects they share; keys mix ``None`` and numbers, so they
-    are compared spelled, not as tuples; a key holding anything but tuples, numbers, strings,
-    booleans and ``None`` is refused by ``marshal``, never spelled ambiguously). Every state of an orbit tries the same
+    are compared spelled, not as tuples). The keys are tuples of integers, strings, booleans and
+    ``None`` only (a test walks both G1 worlds to check it): a set or a dict would be spelled in
+    its iteration order, which equal values need not share. Every state of an orbit tries the same
     set of images, so the form is canonical; with ``d`` distinct keys among the ``c`` renamings
     tried, the orbit has ``owners! * d / c`` states (the stabiliser lies among the renamings of
     equal signatures), so the concrete count stays known. Soundness rests on the model treating

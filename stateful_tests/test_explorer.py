@@ -187,6 +187,34 @@ def test_move_classes_run_fewer_transitions_where_ids_are_alike() -> None:
     assert r.transitions_run < r.transitions
 
 
+def _plain(x: Any) -> bool:
+    if isinstance(x, tuple):
+        return all(_plain(y) for y in x)
+    return x is None or type(x) in (int, str, bool)
+
+
+@pytest.mark.parametrize("component", ["g1_native", "g1_kvbm"])
+@pytest.mark.parametrize("faithful", [False, True], ids=["ideal", "faithful"])
+@given(picks=st.lists(st.integers(0, 10_000), max_size=12))
+def test_request_keys_are_plain_tuples(component: str, faithful: bool, picks: list[int]) -> None:
+    """The request symmetry spells keys with ``marshal`` (``explorer.owner_canonical``), which
+    gives equal bytes for equal keys only when they hold no set or dict: along random runs of
+    three requests, every key and renamed key is tuples of integers, strings, booleans and None."""
+    from kvmodel.cliargs import explore_world
+
+    c = components.get(component)
+    world = explore_world(cli.build_parser().parse_args(["explore", "--component", component, "--owners", "3"]), c)
+    sp = c.explore_space(world)
+    s = sp.system(dict(world.config), [q.name for q in quirks_of(component)] if faithful else [])
+    moves = sp.moves()
+    for p in [*picks, None]:
+        assert _plain(s.key()) and _plain(s.key_under((2, 0, 1)))  # type: ignore[attr-defined]
+        enabled = [m for m in moves if sp.allows(s, m)]
+        if p is None or not enabled:
+            break
+        s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
+
+
 @given(picks=st.lists(st.integers(0, 10_000), max_size=10))
 def test_kept_move_classes_are_the_ones_computed_afresh(picks: list[int]) -> None:
     """``KvSpace.move_classes`` keeps the classes of each pattern of alike ids it meets: along
