@@ -131,6 +131,10 @@ class G1Moves(ActionMoves):
     """The guards both G1 worlds share (``ActionMoves.GUARDS``): what the scheduler ensures of a
     request before each call, whichever backend the manager runs."""
 
+    # a move is its action in every state (``ActionMoves.concrete``): the explorer decodes each
+    # once (its outcomes' JSON is the explorer's own and never leaves it)
+    state_free_moves = True
+
     def _fresh(self, s: G1RequestSystem, a: Any) -> bool:
         """A request id not in use."""
         return s.seqs.get(a.owner) is None
