@@ -158,3 +158,30 @@ def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert cli.main(["vectors", str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err
     assert "nope.json" in err and "cannot read" in err and "Traceback" not in err
+
+
+def test_a_null_event_manager_sends_no_message() -> None:
+    """The registry's tests build it with ``MockEventManager`` (each publish and release is a
+    message on the test's channel) or ``NullEventManager`` (events.rs: ``publish`` and
+    ``block_release`` do nothing): the same drop is two messages under the one and none under
+    the other; an event manager the harness does not know cannot be interpreted."""
+
+    def vector(manager: str, messages: list[Any]) -> dict[str, Any]:
+        return {
+            "component": "kvbm_block_registry",
+            "name": f"drop under {manager}",
+            "source_version": "commit 403dd25973f55a6cea08d0b3157008af5",
+            "constructor": {"event_manager": manager},
+            "steps": [
+                {"op": "create_publish_handle", "args": {"block": "blocks[0]", "as": "ph"}},
+                {"op": "drop", "args": {"value": "ph"}, "expect": {"messages": messages}},
+            ],
+        }
+
+    both = [["Register(H0)"], ["Remove(H0)"]]
+    assert vectors.run_vector(vector("MockEventManager", both)).status == "PASS"
+    assert vectors.run_vector(vector("MockEventManager", [])).status == "FAIL"
+    assert vectors.run_vector(vector("NullEventManager", [])).status == "PASS"
+    assert vectors.run_vector(vector("NullEventManager", both)).status == "FAIL"
+    odd = vectors.run_vector(vector("NatsEventManager", []))
+    assert odd.status == "FAIL" and "cannot interpret" in odd.message
