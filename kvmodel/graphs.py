@@ -128,7 +128,6 @@ def to_svg(graph: Any, *, mark: str | None = None, title: str = "kvmodel", timeo
 
 def write(graph: Any, title: str, mark: str | None, dot: str | None, svg: str | None) -> dict[str, Any]:
     """Write the state graph as DOT and/or SVG; what ``kvmodel explore --json`` reports of it."""
-
     from kvmodel.jsonio import write_text
 
     out: dict[str, Any] = {}

@@ -53,7 +53,6 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
         elif row.get("trace"):
             trace = traces.load(row["trace"])
             out = page_dir / (Path(row["trace"]).stem + ".html")
-            out.parent.mkdir(parents=True, exist_ok=True)
             write_text(out, show.page(trace, title=Path(row["trace"]).name))
             written.append(out)
             rel = out.relative_to(path.parent).as_posix()

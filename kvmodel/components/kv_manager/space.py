@@ -184,48 +184,23 @@ def _move_forms(space: KvSpace, moves: list[Any]) -> list[tuple[int, Callable[[l
 
 def signatures(s: KvManagerSystem, space: KvSpace) -> tuple[list[Sig], list[Sig]]:
     """Per-id signatures: (refcount, 1 + LRU position or 0 if not inactive, resident, in router
-    view, held) — the bytes of the canonical key.
-
-    Built by walking the model's few entries rather than probing every id (a full block's id is
-    its hash, a partial's its name's number, looked up in a table of the space's blocks). Only
-    the space's blocks can be in the model (every move names them), which the lookup asserts."""
-    m, mon = s.model, s.monitor
-    nf, n = space.n_full, space.n_full + space.partials
-    rc, pos, held = [0] * n, [0] * n, [0] * n
-    res, view = [False] * n, [False] * n
-    index = _INDEX.get(space)
-    if index is None:
-        index = _INDEX[space] = {b: i for i, b in enumerate(space.blocks())}
-    try:
-        for b, c in m.active.items():
-            rc[index[b]] = c
-        for i, b in enumerate(m.inactive.ordered(), 1):
-            pos[index[b]] = i
-        for b in m.all_blocks:
-            res[index[b]] = True
-        for b, c in mon.held.items():
-            held[index[b]] = c
-    except KeyError as e:
-        raise AssertionError(f"{e.args[0]} is not in the space") from None
-    for h in mon.view:
-        if 0 <= h < nf:
-            view[h] = True
-    sigs = list(zip(rc, pos, res, view, held, strict=True))
-    return sigs[:nf], sigs[nf:]
+    view, held) — the bytes of the canonical key (:func:`_signature_bytes`), full ids then
+    partial ones."""
+    buf = _signature_bytes(s, space)
+    sigs = [(buf[i], buf[i + 1], buf[i + 2] == 1, buf[i + 3] == 1, buf[i + 4]) for i in range(0, len(buf), SIG_BYTES)]
+    return sigs[: space.n_full], sigs[space.n_full :]
 
 
 SIG_BYTES = 5
 
 
-def _pack(sigs: Iterable[Sig]) -> bytes:
-    return bytes(itertools.chain.from_iterable(sigs))
+def _signature_bytes(s: KvManagerSystem, space: KvSpace) -> bytearray:
+    """Every id's signature as ``SIG_BYTES`` bytes, in id order (a full block's id is its hash,
+    a partial's its name's number, looked up in a table of the space's blocks).
 
-
-def canonical(s: KvManagerSystem, space: KvSpace, symmetry: bool) -> bytes:
-    """The state as a compact byte string: 5 bytes per id (its :func:`signatures` entry), sorted
-    per group with symmetry. Written straight into one buffer rather than through the
-    signature tuples (the same bytes: a signature's fields are small naturals and booleans,
-    and bytes sort as their tuples do)."""
+    Built by walking the model's few entries rather than probing every id. Only the space's
+    blocks can be in the model (every move names them), which the lookup asserts; a count
+    above 255 does not fit a byte (``ValueError``: the space bounds refcounts far below)."""
     m, mon = s.model, s.monitor
     nf, n = space.n_full, space.n_full + space.partials
     index = _INDEX.get(space)
@@ -246,11 +221,19 @@ def canonical(s: KvManagerSystem, space: KvSpace, symmetry: bool) -> bytes:
     for h in mon.view:
         if 0 <= h < nf:
             buf[SIG_BYTES * h + 3] = 1
+    return buf
+
+
+def canonical(s: KvManagerSystem, space: KvSpace, symmetry: bool) -> bytes:
+    """The state as a compact byte string: 5 bytes per id (its :func:`signatures` entry), the
+    ids' chunks sorted per group (full, partial) with symmetry — bytes sort as the signature
+    tuples do."""
+    buf = _signature_bytes(s, space)
     if not symmetry:
         return bytes(buf)
-    cut = SIG_BYTES * nf
+    cut, end = SIG_BYTES * space.n_full, len(buf)
     fulls = sorted(buf[i : i + SIG_BYTES] for i in range(0, cut, SIG_BYTES))
-    parts = sorted(buf[i : i + SIG_BYTES] for i in range(cut, SIG_BYTES * n, SIG_BYTES))
+    parts = sorted(buf[i : i + SIG_BYTES] for i in range(cut, end, SIG_BYTES))
     return b"".join(fulls) + b"".join(parts)
 
 
