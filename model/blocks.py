@@ -84,7 +84,7 @@ def check_blocks(blocks: Any) -> tuple[UniqueBlock, ...]:
     t = blocks if type(blocks) is tuple else tuple(blocks)
     for b in t:
         if not isinstance(b, _BLOCKS):
-            raise InvalidInput(f"not a UniqueBlock: {b!r}")
+            check_block(b)  # raises, with its message
     return t
 
 
