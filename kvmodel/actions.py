@@ -22,7 +22,7 @@ is adding a model method, its action class and (if it has one) its invariant.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import attrs
 
@@ -77,6 +77,13 @@ class Action:
             raise NotImplementedError(f"{cls.__name__} takes arguments: say which instances a world has")
         return [cls()]
 
+    def at(self, system: System) -> Action:
+        """The action this move stands for in the system's current state: itself. (A move
+        relative to the state, such as the wall-clock insert one tick after the evictor's
+        clock, is a :class:`Move` whose ``at`` builds the action; random runs over a list of
+        moves, the Z3 agreement runs, resolve each move this way.)"""
+        return self
+
     def enabled(self, system: System) -> bool:
         """Whether the bounded world allows this instance in the system's state (all do by
         default; a guard bounds what would grow without bound)."""
@@ -92,6 +99,13 @@ class Action:
         """The Z3 step ``(guard, updates)`` over state ``s`` and parameters ``p``; ``spec`` is
         the component's spec object (its constants and quirks)."""
         raise NotImplementedError(f"{cls.__name__} has no Z3 effect")
+
+
+class Move(Protocol):
+    """A move of a random run: an :class:`Action`, or a template that builds one from the
+    state it is made in (``at``)."""
+
+    def at(self, system: System) -> Action: ...
 
 
 class Actions:

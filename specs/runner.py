@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from kvmodel import traces
 from kvmodel.model.quirks import faithful, quirks_of
 from kvmodel.specs import Spec, make_spec
+
+if TYPE_CHECKING:
+    from kvmodel.actions import Move
 from kvmodel.specs.engine import PropertyResult, bmc, k_induction
 from kvmodel.verdicts import VIOLATION, of_status, worst
 
@@ -190,15 +193,16 @@ def agreement_run(
     *,
     steps: int,
     seed: int,
-    moves: list[tuple[str, Any]],
+    moves: Sequence[Move],
     cache: dict[str, Any] | None = None,
     spec_quirks: Iterable[str] | None = None,
 ) -> int:
     """Drive the executable model with ``steps`` random moves (seeded) and check every
     step against the spec's transition relation; return the number of steps checked.
 
-    ``moves`` are ``(op, args JSON)`` pairs (a ``tick`` argument becomes the ``clock``
-    reading that many ticks after the evictor's current one). A step the relation does not admit raises
+    ``moves`` are typed actions (:mod:`kvmodel.actions`), or templates that build one from the
+    state they are made in (``Move.at``: the wall-clock insert a tick after the evictor's
+    clock); each step is applied as the action it resolves to. A step the relation does not admit raises
     :class:`Disagreement` naming the step and what the spec would have done instead.
     ``spec_quirks`` gives the spec other quirks than the executable model (tests use it to
     show that the check tells them apart).
@@ -214,15 +218,15 @@ def agreement_run(
     checked = 0
     for i in range(steps):
         for _ in range(1000):
-            op, args = moves[rng.randrange(len(moves))]
-            if isinstance(args, dict) and "tick" in args:  # a clock reading relative to the evictor's clock
-                args = {k: v for k, v in args.items() if k != "tick"} | {"clock": sys_.model.clock + args["tick"]}
+            action = moves[rng.randrange(len(moves))].at(sys_)
+            op = action.op
             if spec.within_bounds(sys_, op):
                 break
         else:
             raise Disagreement(f"{component}: no move stays within the spec's bounds at step {i}")
         pre_sys = sys_.clone()
-        out = sys_.step(op, args)
+        out = sys_.apply(op, action)
+        args = out.args_json
         sop, params = spec.step_params(pre_sys, op, out)
         pre = spec.state_constraint(pre_sys, exact_stamps=True)
         post_state = spec.post_constraint(sys_, out)

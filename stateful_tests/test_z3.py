@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 import z3
 
+from kvmodel.components.kv_manager.actions import Process
 from kvmodel.components.kv_manager.space import KvSpace
+from kvmodel.components.lru.actions import Insert, InsertAfter, Len
 from kvmodel.components.lru.space import LruSpace
 from kvmodel.model.quirks import QUIRKS, faithful, quirks_of, revision
 from kvmodel.specs import make_spec, universe_of
@@ -269,19 +271,19 @@ def test_bmc_finds_each_violation_at_the_explorers_minimal_depth(entry: dict[str
 # --------------------------------------------------------------------------- agreement (executable -> spec)
 
 
-KV_MOVES = [("process", m.to_json()) for m in KvSpace(6, 1, 2, 2).actions()]
-KV_SMALL_MOVES = [("process", m.to_json()) for m in KvSpace(3, 2, 3, 2).actions()]
+KV_MOVES = [Process(m) for m in KvSpace(6, 1, 2, 2).actions()]
+KV_SMALL_MOVES = [Process(m) for m in KvSpace(3, 2, 3, 2).actions()]
 
 
-def _lru_moves(component: str) -> list[tuple[str, Any]]:
-    """The explorer world's moves as the spec's operations (a wall-clock insert by its tick)."""
-    out: list[tuple[str, Any]] = []
+def _lru_moves(component: str) -> list[Any]:
+    """The explorer world's moves as typed actions (a wall-clock insert by its tick)."""
+    out: list[Any] = []
     for m in LruSpace(component, 3, 6).moves():
-        if m.op == "insert" and component == "lru_evictor_wallclock":
-            out.append(("insert", {"object": m.object, "tick": m.clock}))
+        if isinstance(m, Insert) and component == "lru_evictor_wallclock":
+            out.append(InsertAfter(m.object, m.clock))
         else:
-            out.append((m.op, m.to_json()))
-    out.append(("len", {}))
+            out.append(m)
+    out.append(Len())
     return out
 
 

@@ -177,8 +177,9 @@ class Component:
     # (arguments, what ``returns`` holds), the events and how they compare, the ``kvmodel.model``
     # modules whose raises the operations reach (``kvmodel.contracts``)
     contract: Callable[[], tuple[dict[str, tuple[dict[str, str], str]], str, tuple[str, ...]]] | None = None
-    # the Z3 agreement runs of the mutation benchmark: (spec universe, moves)
-    agreement: Callable[[], tuple[dict[str, Any], list[tuple[str, Any]]]] | None = None
+    # the Z3 agreement runs of the mutation benchmark: (spec universe, moves: typed actions or
+    # ``kvmodel.actions.Move`` templates)
+    agreement: Callable[[], tuple[dict[str, Any], list[Any]]] | None = None
     conform: tuple[ConformTarget, ...] = ()
     vectors: Callable[[], tuple[type[Harness], ...]] = tuple
     mutants: Callable[[], tuple[Mutant, ...]] = tuple

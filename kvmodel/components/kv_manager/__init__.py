@@ -41,10 +41,11 @@ def _universe(w: World) -> dict[str, Any]:
     return {"max_capacity": w.config["max_capacity"], **{k: w.space[k] for k in ("n_full", "partials", "max_batch")}}
 
 
-def _agreement() -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+def _agreement() -> tuple[dict[str, Any], list[Any]]:
+    from kvmodel.components.kv_manager.actions import Process
     from kvmodel.components.kv_manager.space import KvSpace
 
-    moves = [("process", a.to_json()) for a in KvSpace(3, 1, 2, 2).actions()]
+    moves = [Process(a) for a in KvSpace(3, 1, 2, 2).actions()]
     return {"max_capacity": 2, "n_full": 3, "partials": 1, "max_batch": 2}, moves
 
 

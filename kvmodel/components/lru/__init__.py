@@ -49,15 +49,18 @@ def _universe(w: World) -> dict[str, Any]:
     return {"objects": w.space["objects"], "max_queue": w.space["max_queue"], **w.config}
 
 
-def moves(name: str) -> list[tuple[str, Any]]:
-    """The agreement runs' moves (insert with an explicit clock tick on the wall-clock evictor)."""
-    out: list[tuple[str, Any]] = [("evict", {}), ("len", {})]
+def moves(name: str) -> list[Any]:
+    """The agreement runs' moves (typed actions; a wall-clock insert one tick or none after the
+    evictor's clock, :class:`~kvmodel.components.lru.actions.InsertAfter`)."""
+    from kvmodel.components.lru.actions import Evict, Insert, InsertAfter, Len, PushFront, Remove
+
+    out: list[Any] = [Evict(), Len()]
     for o in range(3):
-        out += [("remove", {"object": o})]
+        out += [Remove(o)]
         if name == WALLCLOCK:
-            out += [("insert", {"object": o, "tick": 0}), ("insert", {"object": o, "tick": 1})]
+            out += [InsertAfter(o, 0), InsertAfter(o, 1)]
         else:
-            out += [("insert", {"object": o}), ("push_front", {"object": o})]
+            out += [Insert(o), PushFront(o)]
     return out
 
 

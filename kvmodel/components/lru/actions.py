@@ -118,6 +118,19 @@ class Len(Action):
         return spec._len(s, p)
 
 
+@attrs.frozen
+class InsertAfter:
+    """A move, not an operation: ``insert(object, clock)`` at the wall-clock evictor's clock
+    plus ``tick`` in the state it is made in (random runs over a list of moves cannot name an
+    absolute clock reading ahead of time)."""
+
+    object: int | str
+    tick: int
+
+    def at(self, system: Any) -> Insert:
+        return Insert(self.object, system.model.clock + self.tick)
+
+
 ACTIONS: dict[str, Actions] = {
     WALLCLOCK: Actions(WALLCLOCK, (Insert, Remove, Evict, Len)),
     COUNTER: Actions(COUNTER, (Insert, PushFront, Remove, Evict, Len)),
