@@ -35,12 +35,12 @@ from typing import Any
 import attrs
 import z3
 
+from kvmodel.components.g1_native import NAME as COMPONENT
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.g1.acquire import CapacityExhausted
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Operation, Property, Sort, State, Step, TransitionSystem
 
-COMPONENT = "g1_native"
 BS = 2
 PUSH_TOKEN = 6
 FREE, PRIVATE, CACHED = 0, 1, 2

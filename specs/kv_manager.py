@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 import z3
 
+from kvmodel.components.kv_manager import NAME as COMPONENT
 from kvmodel.model.errors import (
     DerefNotHeld,
     DestroyNotActive,
@@ -45,8 +46,6 @@ from kvmodel.model.errors import (
 )
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Operation, Property, State, Step, TransitionSystem
-
-COMPONENT = "kv_manager"
 
 # Rejections, by the executable model's error ids (0 = none).
 ERRORS = (

@@ -48,12 +48,12 @@ from typing import Any
 import attrs
 import z3
 
+from kvmodel.components.g1_kvbm import NAME as COMPONENT
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import Ready
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Operation, Property, State, Step, TransitionSystem
 
-COMPONENT = "g1_kvbm"
 SPEC_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
     ((1, 2, 3, 4), True),
     ((7, 8, 5, 6), True),
@@ -658,7 +658,7 @@ class KvbmSpec:
             for p in range(self.u.prompts):
                 ops += [self._use(o, p, False), self._use(o, p, True), self._free(o, p), self._bad_deref(o, p)]
         return TransitionSystem(
-            "g1_kvbm", self.variables(), self._init, tuple(ops), tuple(self._properties()), width=None
+            COMPONENT, self.variables(), self._init, tuple(ops), tuple(self._properties()), width=None
         )
 
     def _holds(self, s: State, o: int, h: int) -> Any:

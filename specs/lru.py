@@ -33,12 +33,11 @@ from typing import Any
 import attrs
 import z3
 
+from kvmodel.components.lru import COUNTER
+from kvmodel.components.lru import WALLCLOCK as WALL
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Property, State, Step, TransitionSystem
-
-WALL = "lru_evictor_wallclock"
-COUNTER = "lru_evictor_counter"
 
 
 @attrs.frozen

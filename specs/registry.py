@@ -26,11 +26,11 @@ from typing import Any
 import attrs
 import z3
 
+from kvmodel.components.registry import NAME as COMPONENT
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.quirks import validate
 from kvmodel.specs.engine import Effect, Operation, Property, Sort, State, Step, TransitionSystem
 
-COMPONENT = "kvbm_block_registry"
 ALREADY = 1  # err code: BlockAlreadyRegistered
 
 
