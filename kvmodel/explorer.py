@@ -95,14 +95,40 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
             groups.append([o])
     keys: set[bytes] = set()
     tried = 0
+    first: tuple[bytes, list[int]] | None = None
+    fixing: list[tuple[int, ...]] = []
     for arrangement in itertools.product(*(itertools.permutations(g) for g in groups)):
         perm = [0] * owners
         for new, o in enumerate(itertools.chain.from_iterable(arrangement)):
             perm[o] = new
         tried += 1
         identity = all(i == p for i, p in enumerate(perm))
-        keys.add(marshal.dumps(s.key() if identity else s.key_under(tuple(perm)), 2))
+        b = marshal.dumps(s.key() if identity else s.key_under(tuple(perm)), 2)
+        keys.add(b)
+        if first is None:
+            first = (b, perm)
+        elif b == first[0]:
+            # renaming by ``perm`` gives the state renaming by the first one gives: the first's
+            # inverse after ``perm`` leaves the state as it is
+            inv = [0] * owners
+            for o, new in enumerate(first[1]):
+                inv[new] = o
+            fixing.append(tuple(inv[perm[o]] for o in range(owners)))
+    s.owner_stabilizer = tuple(fixing)
     return math.factorial(owners) * len(keys) // tried, min(keys)
+
+
+def owner_stabilizer(s: Any, owners: int) -> tuple[tuple[int, ...], ...]:
+    """The renamings of the requests (``perm[o]`` is ``o``'s new name) other than the identity
+    that leave the state's key as it is, among those :func:`owner_canonical` tries (only requests
+    with equal signatures trade names, and a renaming that fixes the state keeps every request's
+    signature, so these are all of them): recorded on the system when its canonical form was
+    computed, else computed now."""
+    got = getattr(s, "owner_stabilizer", None)
+    if got is None:
+        owner_canonical(s, owners)
+        got = s.owner_stabilizer
+    return got  # type: ignore[no-any-return]
 
 
 @attrs.define

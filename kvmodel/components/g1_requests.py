@@ -135,6 +135,41 @@ class G1Moves(ActionMoves):
     # once (its outcomes' JSON is the explorer's own and never leaves it)
     state_free_moves = True
 
+    # request symmetry holds in the world (``KvbmSpace`` says when it does not)
+    def owner_symmetric(self) -> bool:
+        return True
+
+    def move_classes(self, s: System, moves: list[Any]) -> list[tuple[int, int]]:
+        """The moves up to the state's own request symmetries, as (index of the first move of each
+        class, size of the class), in index order (the KV world's ``move_classes`` does the same
+        for ids alike).
+
+        A renaming of the requests that leaves the state's key as it is
+        (``explorer.owner_stabilizer``) maps each move to the same move on the renamed requests,
+        which leads to a renamed image of the same successor: the same canonical form, allowed
+        alike, breaking the same invariants (what the request symmetry of the canonical form
+        already rests on). So the moves fall into classes, the orbits of the state's stabiliser;
+        the first move of each is the one the full expansion meets first, so expanding only
+        these finds the same parents, depths and counterexamples, and the explorer weights each
+        by its class's size, so its counts are the full expansion's."""
+        from kvmodel.explorer import owner_stabilizer
+
+        n = len(moves)
+        fixing = owner_stabilizer(s, self.owners) if self.owner_symmetric() else ()  # type: ignore[attr-defined]
+        if not fixing:
+            return _every(n)
+        tables = [_renamed_moves(self, moves, perm) for perm in fixing]
+        out: list[tuple[int, int]] = []
+        seen = bytearray(n)
+        for i in range(n):
+            if seen[i]:
+                continue
+            orbit = {i, *(t[i] for t in tables)}
+            for j in orbit:
+                seen[j] = 1
+            out.append((i, len(orbit)))
+        return out
+
     def _fresh(self, s: G1RequestSystem, a: Any) -> bool:
         """A request id not in use."""
         return s.seqs.get(a.owner) is None
@@ -153,6 +188,40 @@ class G1Moves(ActionMoves):
     def _transferring(self, s: G1RequestSystem, a: Any) -> bool:
         """A pending destination reservation."""
         return a.owner in s.dest
+
+
+_EVERY: dict[int, list[tuple[int, int]]] = {}
+# per (world, renaming of the requests): each move's index -> the index of the same move on the
+# renamed requests
+_RENAMED: dict[tuple[Any, tuple[int, ...]], list[int]] = {}
+
+
+def _every(n: int) -> list[tuple[int, int]]:
+    got = _EVERY.get(n)
+    if got is None:
+        got = _EVERY[n] = [(i, 1) for i in range(n)]
+    return got
+
+
+def _renamed_moves(space: Any, moves: list[Any], perm: tuple[int, ...]) -> list[int]:
+    """Where each of the world's moves goes when request ``o`` is renamed ``perm[o]`` (a move
+    without an ``owner`` stays). The world lists every move for every request alike, so each
+    image is a move of the world (asserted)."""
+    got = _RENAMED.get((space, perm))
+    if got is None or len(got) != len(moves):
+        index = {repr(m): i for i, m in enumerate(moves)}
+        got = []
+        for m in moves:
+            o = getattr(m, "owner", None)
+            if o is None:
+                got.append(index[repr(m)])
+                continue
+            image = index.get(repr(attrs.evolve(m, owner=perm[o])))
+            if image is None:
+                raise AssertionError(f"{m!r} renamed by {perm} is not a move of the world")
+            got.append(image)
+        _RENAMED[(space, perm)] = got
+    return got
 
 
 class G1RequestSystem(System):
@@ -188,6 +257,9 @@ class G1RequestSystem(System):
         self.dest: dict[int, Any] = {}
         self._pre: Any = None
         self._model_key: Any = None  # the manager's key, while the manager is as it was cloned
+        # the request renamings that fix this state (``explorer.owner_stabilizer``), once its
+        # canonical form was computed; a step drops them
+        self.owner_stabilizer: tuple[tuple[int, ...], ...] | None = None
 
     # -- what a subclass brings
     def _monitor(self) -> Any:
@@ -239,6 +311,7 @@ class G1RequestSystem(System):
         c.decodes = [r.copy() for r in self.decodes]
         c.dest = {k: v.copy() for k, v in self.dest.items()}
         c._pre = None
+        c.owner_stabilizer = None
         # the explorer clones one state once per move: the key its steps compare against is the
         # source's, computed once (the manager changes only in ``apply``, which drops it)
         if self._model_key is None:
@@ -277,6 +350,7 @@ class G1RequestSystem(System):
             raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
         pre_key = self._model_key if self._model_key is not None else self.model.key()
         self._model_key = None
+        self.owner_stabilizer = None
         self._pre = pre = self._before()
         out = Outcome(op, args_json if args_json is not None else action.to_json())
         seqs = dict(self.seqs)
