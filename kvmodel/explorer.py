@@ -95,7 +95,8 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
             groups.append([o])
     keys: set[bytes] = set()
     tried = 0
-    first: tuple[bytes, list[int]] | None = None
+    first: bytes | None = None
+    inv: list[int] = []  # the inverse of the first renaming tried
     fixing: list[tuple[int, ...]] = []
     for arrangement in itertools.product(*(itertools.permutations(g) for g in groups)):
         perm = [0] * owners
@@ -106,13 +107,12 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
         b = marshal.dumps(s.key() if identity else s.key_under(tuple(perm)), 2)
         keys.add(b)
         if first is None:
-            first = (b, perm)
-        elif b == first[0]:
+            first, inv = b, [0] * owners
+            for o, new in enumerate(perm):
+                inv[new] = o
+        elif b == first:
             # renaming by ``perm`` gives the state renaming by the first one gives: the first's
             # inverse after ``perm`` leaves the state as it is
-            inv = [0] * owners
-            for o, new in enumerate(first[1]):
-                inv[new] = o
             fixing.append(tuple(inv[perm[o]] for o in range(owners)))
     s.owner_stabilizer = tuple(fixing)
     return math.factorial(owners) * len(keys) // tried, min(keys)

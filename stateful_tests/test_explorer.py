@@ -157,7 +157,9 @@ def test_the_recorded_request_stabiliser_is_every_renaming_that_fixes_the_state(
         sp.key(s, True)
         fixing = set(s.owner_stabilizer)  # type: ignore[attr-defined]
         want = {
-            p for p in itertools.permutations(range(3)) if p != (0, 1, 2) and s.key_under(p) == s.key()  # type: ignore[attr-defined]
+            p
+            for p in itertools.permutations(range(3))
+            if p != (0, 1, 2) and s.key_under(p) == s.key()  # type: ignore[attr-defined]
         }
         assert fixing == want
         ok = [m for m in moves if sp.allows(s, m)]

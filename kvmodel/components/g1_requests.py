@@ -211,10 +211,10 @@ def _renamed_moves(space: Any, moves: list[Any], perm: tuple[int, ...]) -> list[
     if got is None or len(got) != len(moves):
         index = {repr(m): i for i, m in enumerate(moves)}
         got = []
-        for m in moves:
+        for i, m in enumerate(moves):
             o = getattr(m, "owner", None)
             if o is None:
-                got.append(index[repr(m)])
+                got.append(i)
                 continue
             image = index.get(repr(attrs.evolve(m, owner=perm[o])))
             if image is None:
