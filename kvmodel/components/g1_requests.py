@@ -135,8 +135,8 @@ class G1Moves(ActionMoves):
     # once (its outcomes' JSON is the explorer's own and never leaves it)
     state_free_moves = True
 
-    # request symmetry holds in the world (``KvbmSpace`` says when it does not)
-    def owner_symmetric(self) -> bool:
+    def symmetric(self) -> bool:
+        """Whether requests are interchangeable in the world (``KvbmSpace`` says when not)."""
         return True
 
     def move_classes(self, s: System, moves: list[Any]) -> list[tuple[int, int]]:
@@ -155,7 +155,7 @@ class G1Moves(ActionMoves):
         from kvmodel.explorer import owner_stabilizer
 
         n = len(moves)
-        fixing = owner_stabilizer(s, self.owners) if self.owner_symmetric() else ()  # type: ignore[attr-defined]
+        fixing = owner_stabilizer(s, self.owners) if self.symmetric() else ()  # type: ignore[attr-defined]
         if not fixing:
             return _every(n)
         tables = [_renamed_moves(self, moves, perm) for perm in fixing]

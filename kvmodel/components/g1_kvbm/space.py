@@ -68,9 +68,6 @@ class KvbmSpace(G1Moves, NoSymmetry):
         with the sequence's name (``model/g1/sequence.py``), so renaming a request changes them."""
         return all(c for _, c in KVBM_PROMPTS[: self.prompts])
 
-    def owner_symmetric(self) -> bool:
-        return self.symmetric()
-
     def key(self, s: System, symmetry: bool) -> Any:
         """With symmetry in a world where requests are interchangeable (:meth:`symmetric`): the
         least of the state's keys under every renaming of the requests, with the orbit's size
