@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness
+from kvmodel.invariants.core import Invariant, StepContext, Witness, counts_of
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted
 
@@ -30,8 +30,9 @@ class G1Monitor:
         self.removed = False
 
     def copy(self) -> G1Monitor:
-        m = G1Monitor()
-        m.announced = Counter(self.announced)
+        m = G1Monitor.__new__(G1Monitor)  # (the constructor's Counter would be thrown away)
+        m.announced = counts_of(self.announced.items())
+        m.faults, m.stored_with_parent, m.removed = {}, False, False
         return m
 
     def key(self) -> tuple[Any, ...]:

@@ -13,12 +13,11 @@ The monitor keeps two pieces of ghost state that the real code does not have:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness
+from kvmodel.invariants.core import Invariant, StepContext, Witness, counts_of
 from kvmodel.model.blocks import (
     Deref,
     Destroy,
@@ -39,12 +38,7 @@ def _b(b: UniqueBlock) -> str:
     return f"F{b.hash}" if isinstance(b, FullBlock) else f"P:{b.uuid}"
 
 
-def _counts(pairs: Iterable[tuple[UniqueBlock, int]]) -> Counter[UniqueBlock]:
-    """A ``Counter`` of these pairs, built without ``Counter.__init__``'s generic update (a
-    fourth of its cost; the monitor copies and trims its counts on most steps)."""
-    c: Counter[UniqueBlock] = Counter.__new__(Counter)
-    dict.update(c, pairs)
-    return c
+_counts = counts_of
 
 
 class KvMonitor:

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness
+from kvmodel.invariants.core import Invariant, StepContext, Witness, counts_of
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -34,7 +34,7 @@ class KvbmMonitor:
 
     def copy(self) -> KvbmMonitor:
         m = KvbmMonitor.__new__(KvbmMonitor)  # (the constructor's Counter would be thrown away)
-        m.announced = Counter(self.announced)
+        m.announced = counts_of(self.announced.items())
         m.next_id = self.next_id
         m.faults, m.stored_with_parent, m.removed = {}, False, False
         return m

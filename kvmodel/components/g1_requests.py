@@ -306,7 +306,9 @@ class G1RequestSystem(System):
         c.component, c.config, c.quirks = self.component, self.config, self.quirks
         c.model = self.model.clone()
         c.monitor = self.monitor.copy()
-        c.seqs = {k: v.copy() for k, v in self.seqs.items()}
+        # copy-on-write: the sequences are shared until a step on their request copies its own
+        # (``apply``: a step changes only its own request's sequence)
+        c.seqs = dict(self.seqs)
         # reservations point into the manager's bookkeeping only by value: copy them
         c.decodes = [r.copy() for r in self.decodes]
         c.dest = {k: v.copy() for k, v in self.dest.items()}
@@ -356,7 +358,10 @@ class G1RequestSystem(System):
         seqs = dict(self.seqs)
         owner = getattr(action, "owner", None)
         if isinstance(owner, (int, str)) and owner in seqs:
-            seqs[owner] = seqs[owner].copy()
+            # the step works on its own copy of its request's sequence (a signal's sequence-side
+            # change, a promoted tail or a pushed token, precedes a rejection); the saved one, as
+            # a clone shares it, is left as it was
+            self.seqs[owner] = seqs[owner].copy()
         saved = (seqs, list(self.decodes), dict(self.dest), self._bookkeeping())
         try:
             out.result = action.perform(self)  # type: ignore[union-attr]

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from kvmodel.components.g1_kvbm.actions import ACTIONS
 from kvmodel.components.g1_requests import G1RequestSystem, renamed_blocks, renaming
+from kvmodel.invariants.core import counts_of
 from kvmodel.invariants.kvbm import Before
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import Ready
@@ -172,7 +173,10 @@ class G1KvbmSystem(G1RequestSystem):
     def _after(self, pre: Before) -> None:
         pre.holdings = self.holdings
         pre.uncached = self.uncached
-        pre.dest_pins = Counter(plh for r in self.dest.values() if r.live for _, plh in r.pinned)
+        # (most states hold no destination: an empty count without ``Counter.__init__``)
+        pre.dest_pins = (
+            Counter(plh for r in self.dest.values() if r.live for _, plh in r.pinned) if self.dest else counts_of(())
+        )
 
     def snapshot(self) -> dict[str, Any]:
         snap: dict[str, Any] = self.model.snapshot()

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from kvmodel.components.g1_native.actions import ACTIONS
 from kvmodel.components.g1_requests import G1RequestSystem, renamed_blocks, renaming
+from kvmodel.invariants.core import counts_of
 from kvmodel.invariants.g1 import Before
 from kvmodel.model.errors import InvalidInput
 
@@ -107,8 +108,11 @@ class G1System(G1RequestSystem):
 
     def _after(self, pre: Before) -> None:
         pre.outstanding_fresh = self._outstanding()
-        pre.dest_pins = Counter(i for r in self.dest.values() for _, i in r.pool.prefix)
-        pre.dest_prefix = {o: len(r.pool.prefix) for o, r in self.dest.items()}
+        if self.dest:
+            pre.dest_pins = Counter(i for r in self.dest.values() for _, i in r.pool.prefix)
+            pre.dest_prefix = {o: len(r.pool.prefix) for o, r in self.dest.items()}
+        else:  # most states hold no destination (the Before's own empty ones stand)
+            pre.dest_pins, pre.dest_prefix = counts_of(()), {}
         pre.seqs = self.seqs
         pre.computed = self.computed
 
