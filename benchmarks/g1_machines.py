@@ -42,9 +42,9 @@ def world_of(base: type[Machine]) -> Any:
     return base().space  # type: ignore[attr-defined]
 
 
-def per_kind(base: type[Machine]) -> type[Machine]:
-    """The candidate: ``base``'s world and configuration, one rule per kind of move."""
-    space = world_of(base)
+def allowed_by_kind(space: Any) -> Any:
+    """``allowed(machine, kind)``: the moves of that kind the world's guard allows in the
+    machine's current state, computed once per step for every kind."""
     world = tuple((space.move_kind(m), m) for m in space.moves())
 
     def allowed(self: Any, kind: str) -> list[Any]:
@@ -58,6 +58,15 @@ def per_kind(base: type[Machine]) -> type[Machine]:
             cache = (at, by_kind)
             self._allowed_cache = cache
         return cache[1].get(kind, [])
+
+    return allowed
+
+
+def per_kind(base: type[Machine]) -> type[Machine]:
+    """The candidate: ``base``'s world and configuration, one rule per kind of move."""
+    space = world_of(base)
+    world = tuple((space.move_kind(m), m) for m in space.moves())
+    allowed = allowed_by_kind(space)
 
     def kind_rule(kind: str, n: int) -> Any:
         def enabled(self: Any) -> bool:

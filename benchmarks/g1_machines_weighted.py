@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 MODES = ("peer", "weighted", "weighted-noswarm", "exact-noswarm")
 COMPONENTS = ("g1_native", "g1_kvbm")
 SEEDS = range(5)
@@ -44,6 +45,7 @@ SEEDS = range(5)
 
 def per_class(base: Any, exact: bool) -> Any:
     """``base``'s world and configuration; one rule per action class, weighted by aliases."""
+    from g1_machines import allowed_by_kind
     from hypothesis import strategies as st
     from hypothesis.stateful import precondition, rule
 
@@ -51,18 +53,7 @@ def per_class(base: Any, exact: bool) -> Any:
 
     space = base().space
     world = [(space.move_kind(m), m) for m in space.moves()]
-
-    def allowed(self: Any, kind: str) -> list[Any]:
-        at = len(self.log)
-        cache = getattr(self, "_allowed_cache", None)
-        if cache is None or cache[0] != at:
-            by: dict[str, list[Any]] = {}
-            for k, m in world:
-                if space.allows(self.system, m):
-                    by.setdefault(k, []).append(m)
-            cache = (at, by)
-            self._allowed_cache = cache
-        return cache[1].get(kind, [])
+    allowed = allowed_by_kind(space)
 
     counts: dict[str, int] = {}
     for k, _ in world:
