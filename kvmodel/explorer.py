@@ -165,6 +165,8 @@ class ExploreResult:
     # the invariants the search stops for once each has its shortest counterexample (``until``),
     # and whether it stopped so
     until: list[str] = attrs.field(factory=list)
+    # what the world bounds that the real code does not (``bounds_of``)
+    bounds: list[str] = attrs.field(factory=list)
     stopped_early: bool = False
     peak_rss_bytes: int = 0
     graph: Any = None
@@ -200,6 +202,7 @@ class ExploreResult:
                 else f"; INCOMPLETE: stopped at {max_states} states"
             )
         ]
+        lines += [f"bounded: {b}" for b in self.bounds]
         lines += [
             f"  {op:<8} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())) for op, c in self.coverage.items()
         ]
@@ -241,7 +244,15 @@ class ExploreResult:
             "missing_witnesses": self.missing_witnesses,
             "coverage": self.coverage,
             "deadlocks": self.deadlocks,
+            "bounds": self.bounds,
         }
+
+
+def bounds_of(space: Any) -> list[str]:
+    """What the world ``space`` declares it bounds that the real code does not (``Space.bounds``,
+    optional): the explorer reports them, so that a finite search says what made it finite."""
+    f = getattr(space, "bounds", None)
+    return list(f()) if f is not None else []
 
 
 def cannot_break(space: Any) -> frozenset[str]:
@@ -319,6 +330,7 @@ def explore(
     res = ExploreResult(sp.component, init.config, sorted(init.quirks), sp.to_json(), symmetry)
     wanted = frozenset(until or ())
     res.until = sorted(wanted)
+    res.bounds = bounds_of(sp)
     classes: Callable[[System, list[Any]], list[tuple[int, int]]] | None = (
         getattr(sp, "move_classes", None) if symmetry and reduce_moves else None
     )

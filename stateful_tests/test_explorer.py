@@ -610,3 +610,29 @@ def test_no_g1_world_has_a_prompt_renaming(backend: str) -> None:
         assert tokens == {p for p, _ in table[:n]}  # the world's prompts are the table's first n
         autos = _token_automorphisms(table[:n], pushed)
         assert [pi for pi in autos if any(a != b for a, b in pi.items())] == [], (n, autos)
+
+
+@pytest.mark.parametrize("name", sorted(c.name for c in components.registered() if c.space is not None))
+def test_every_world_declares_its_bounds_and_the_explorer_reports_them(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finite search says what made it finite: each component's world declares what it bounds
+    that the real code does not (``Space.bounds``), with the values of the world it was built
+    from, and ``kvmodel explore`` reports them in its JSON and its text."""
+    comp = components.get(name)
+    world = comp.profile.explore
+    sp = comp.explore_space(world)
+    declared = explorer.bounds_of(sp)
+    assert declared and all(isinstance(b, str) and b for b in declared)
+    for k, v in sp.to_json().items():
+        if k.startswith("max_") or k == "pushes" or (k == "decode" and v):
+            assert any(f"{k}={v}" in b for b in declared), f"{name}: bound {k}={v} not declared"
+    r = explorer.explore(dict(world.config), [], sp, max_states=50)
+    assert r.to_json()["bounds"] == declared
+    # the CLI's own default world: its JSON and its text report the same bounds
+    assert cli.main(["explore", "--component", name, "--max-states", "50", "--json"]) in (0, 1, 3)
+    reported = json.loads(capsys.readouterr().out)["bounds"]
+    assert reported
+    assert cli.main(["explore", "--component", name, "--max-states", "50"]) in (0, 1, 3)
+    text = capsys.readouterr().out
+    assert [line[len("bounded: ") :] for line in text.splitlines() if line.startswith("bounded: ")] == reported

@@ -170,6 +170,16 @@ class G1Moves(ActionMoves):
             out.append((i, len(orbit)))
         return out
 
+    def bounds(self) -> list[str]:
+        """What the world bounds that the real code does not (``kvmodel explore`` reports it)."""
+        out = [
+            f"owners={self.owners} request ids (reused once a request leaves), prompts={self.prompts}",  # type: ignore[attr-defined]
+            f"a request grows by at most pushes={self.pushes} tokens",  # type: ignore[attr-defined]
+        ]
+        if self.decode:  # type: ignore[attr-defined]
+            out.append(f"at most one decode reservation, of decode={self.decode} blocks, outstanding")  # type: ignore[attr-defined]
+        return out
+
     def _fresh(self, s: G1RequestSystem, a: Any) -> bool:
         """A request id not in use."""
         return s.seqs.get(a.owner) is None

@@ -110,6 +110,14 @@ class KvbmSpace(G1Moves, NoSymmetry):
     # -- the guards (``ActionMoves.GUARDS``; those both G1 worlds share are ``G1Moves``'s): the
     # scheduler's own preconditions and the bounds
 
+    def bounds(self) -> list[str]:
+        """The shared request bounds, and this world's own (``kvmodel explore`` reports them)."""
+        out = [*super().bounds(), "a request's held blocks are named again (resend) once"]
+        if self.bad:
+            out.append("each malformed Use is sent while its entry is not installed (a faithful panic leaves it)")
+        out.append("the router view's count of a hash is kept up to 2 in the key (more only once the stream is wrong)")
+        return out
+
     def _bad_use_once(self, s: G1KvbmSystem, a: Any) -> bool:
         """Once: a faithful commit-time panic leaves the entry installed, and naming it again
         would only grow its reference count without bound."""

@@ -70,6 +70,15 @@ class KvSpace:
     def to_json(self) -> dict[str, int]:
         return attrs.asdict(self)
 
+    def bounds(self) -> list[str]:
+        """What the world bounds that the real code does not (``kvmodel explore`` reports it)."""
+        return [
+            f"no reference count, in the manager or held by callers, above max_refcount={self.max_refcount}: "
+            "a Use or Promote that would pass it is disabled",
+            f"Use, Deref and Destroy name at most max_batch={self.max_batch} blocks, of {self.n_full} full ids "
+            f"and {self.partials} partial names",
+        ]
+
     # -- the generic interface the explorer drives (see ``Space``)
     component = "kv_manager"
 

@@ -59,6 +59,14 @@ class LruSpace(ActionMoves):
             move = Insert(move.object, s.model.clock + move.clock)
         return super().concrete(s, move)
 
+    def bounds(self) -> list[str]:
+        """What the world bounds that the real code does not (``kvmodel explore`` reports it)."""
+        return [
+            f"objects={self.objects} (interchangeable)",
+            f"the wall-clock evictor's lazy queue holds at most max_queue={self.max_queue} entries: an insert "
+            "that would pass it is disabled (with equal timestamps the real queue grows without limit)",
+        ]
+
     def _queue_room(self, s: System, a: Any) -> bool:
         """The wall-clock evictor's lazy queue is bounded: with equal timestamps its cleanup keeps
         every duplicate entry, so repeated inserts within one tick grow it without limit (a leak

@@ -117,6 +117,15 @@ class RegSpace(ActionMoves, NoSymmetry):
     def _empty_slot(self, s: System, a: Any) -> bool:
         return a.as_ not in s.model.values
 
+    def bounds(self) -> list[str]:
+        """What the world bounds that the real code does not (``kvmodel explore`` reports it)."""
+        return [
+            f"slots at a time: hashes={self.hashes}, states={self.states}, publish_handles={self.publish_handles}, "
+            f"arcs={self.arcs}, publishers={self.publishers} (a move that needs a free slot is disabled without one)",
+            f"at most max_pending={self.max_pending} undrained drops per registry's unregister channel: a drop "
+            "that would pass it is disabled",
+        ]
+
     def _registers(self, s: System, a: Any) -> bool:
         """A register that may create a publish handle needs a free slot for it."""
         st = s.model.values.get(a.state)
