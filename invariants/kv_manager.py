@@ -38,9 +38,6 @@ def _b(b: UniqueBlock) -> str:
     return f"F{b.hash}" if isinstance(b, FullBlock) else f"P:{b.uuid}"
 
 
-_counts = counts_of
-
-
 class KvMonitor:
     """Ghost bookkeeping over a KV manager run (router view, held references, stream faults)."""
 
@@ -71,7 +68,7 @@ class KvMonitor:
         self.faults = {}
         if self._shared and (events or (error is None and not (isinstance(signal, Use) and result is not True))):
             # this step changes the view or the held counts: stop sharing them with a copy
-            self.view, self.held, self._shared = set(self.view), _counts(self.held.items()), False
+            self.view, self.held, self._shared = set(self.view), counts_of(self.held.items()), False
         for ev in events:
             self._event(ev)
         if error is not None:
@@ -83,11 +80,11 @@ class KvMonitor:
             for b in signal.blocks:
                 if self.held[b] > 0:
                     self.held[b] -= 1
-            self.held = _counts((b, n) for b, n in self.held.items() if n > 0)
+            self.held = counts_of((b, n) for b, n in self.held.items() if n > 0)
         elif isinstance(signal, Promote):
             p = PartialBlock(signal.uuid)
             self.held[FullBlock(signal.hash)] += self.held.pop(p, 0)
-            self.held = _counts((b, n) for b, n in self.held.items() if n > 0)
+            self.held = counts_of((b, n) for b, n in self.held.items() if n > 0)
 
     def _fault(self, name: str, msg: str) -> None:
         self.faults.setdefault(name, msg)
