@@ -9,7 +9,7 @@ its sequence and computed-token watermark.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Self
 
 import attrs
 
@@ -20,8 +20,9 @@ from kvmodel.model.g1.acquire import CapacityExhausted
 C = "g1_native"
 
 
-class G1Monitor:
-    """The published stream's ghost: announced hashes, and what the latest step did wrong."""
+class AnnouncedStream:
+    """What both G1 backends' monitors keep of the published stream: each hash's announcement
+    count (Stored minus Removed), and what the latest step did wrong."""
 
     def __init__(self) -> None:
         self.announced: Counter[int] = Counter()
@@ -29,11 +30,17 @@ class G1Monitor:
         self.stored_with_parent = False
         self.removed = False
 
-    def copy(self) -> G1Monitor:
-        m = G1Monitor.__new__(G1Monitor)  # (the constructor's Counter would be thrown away)
+    def copy(self) -> Self:
+        """The announced counts copied; the latest step's faults and flags start empty (the
+        constructor is not called: its Counter would be thrown away)."""
+        m = type(self).__new__(type(self))
         m.announced = counts_of(self.announced.items())
         m.faults, m.stored_with_parent, m.removed = {}, False, False
         return m
+
+
+class G1Monitor(AnnouncedStream):
+    """The native backend's stream ghost."""
 
     def key(self) -> tuple[Any, ...]:
         return tuple(sorted(self.announced.items()))

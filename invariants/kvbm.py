@@ -14,29 +14,25 @@ from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness, counts_of
+from kvmodel.invariants.core import Invariant, StepContext, Witness
+from kvmodel.invariants.g1 import AnnouncedStream
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
 C = "g1_kvbm"
 
 
-class KvbmMonitor:
-    """The published stream's ghost: announced hashes, the next event id, and the latest
-    step's faults."""
+class KvbmMonitor(AnnouncedStream):
+    """The published stream's ghost (:class:`~kvmodel.invariants.g1.AnnouncedStream`), with the
+    next event id the stream must carry."""
 
     def __init__(self) -> None:
-        self.announced: Counter[int] = Counter()
+        super().__init__()
         self.next_id = 0
-        self.faults: dict[str, str] = {}
-        self.stored_with_parent = False
-        self.removed = False
 
     def copy(self) -> KvbmMonitor:
-        m = KvbmMonitor.__new__(KvbmMonitor)  # (the constructor's Counter would be thrown away)
-        m.announced = counts_of(self.announced.items())
+        m = super().copy()
         m.next_id = self.next_id
-        m.faults, m.stored_with_parent, m.removed = {}, False, False
         return m
 
     def key(self) -> tuple[Any, ...]:
