@@ -34,6 +34,7 @@ from kvmodel.cliargs import (
 )
 from kvmodel.components import EXPLORE, SPEC
 from kvmodel.engines import ENGINE_NAMES, Budget
+from kvmodel.explore_workers import MAX_WORKERS
 from kvmodel.jsonio import write_text
 from kvmodel.profiles import PROFILES
 from kvmodel.progress import Progress
@@ -175,6 +176,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             graph=bool(args.dot or args.svg),
             progress=lambda n, t, d: bar.update(f"{n:,} states, {t:,} transitions, depth {d}"),
             until=None if args.exhaustive else breakable(c.name, quirks) - explorer.cannot_break(space),
+            workers=args.workers,
         )
     out = r.to_json()
     out["verdict"] = r.verdict(expect_witnesses=not quirks)
@@ -378,6 +380,12 @@ def build_parser() -> argparse.ArgumentParser:
         "counterexample",
     )
     e.add_argument("--max-states", type=integer(1, 50_000_000), default=2_000_000, help="stop after this many states")
+    e.add_argument(
+        "--workers",
+        type=integer(1, MAX_WORKERS),
+        default=1,
+        help=f"expand each level in this many processes, 1 .. {MAX_WORKERS} (default 1); the result is the same",
+    )
     e.add_argument("--dot", type=nonempty, metavar="FILE", help="write the state graph in Graphviz DOT")
     e.add_argument("--svg", type=nonempty, metavar="FILE", help="draw the state graph as SVG (needs Graphviz dot)")
     e.add_argument("--mark", metavar="INVARIANT", help="the counterexample marked in the graph (default: shallowest)")

@@ -37,7 +37,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from kvmodel import invariants, traces
+from kvmodel import explore_workers, invariants, traces
+from kvmodel.explore_workers import MAX_WORKERS
 from kvmodel.model.quirks import mode_label
 from kvmodel.systems import System
 
@@ -169,6 +170,8 @@ class ExploreResult:
     bounds: list[str] = attrs.field(factory=list)
     stopped_early: bool = False
     peak_rss_bytes: int = 0
+    # the processes that expanded states (``explore(..., workers=N)``; the result is the same)
+    workers: int = 1
     graph: Any = None
     moves: list[Any] = attrs.field(factory=list, repr=False)
     space_obj: Any = attrs.field(default=None, repr=False)
@@ -192,7 +195,7 @@ class ExploreResult:
             + ("" if self.transitions_run == self.transitions else f" ({self.transitions_run} run)")
             + ", "
             f"depth {self.depth}, {self.seconds:.2f}s ({self.states_per_second:,.0f} states/s, "
-            f"{self.bytes_per_state:.0f} bytes/state)"
+            f"{self.bytes_per_state:.0f} bytes/state{'' if self.workers == 1 else f', {self.workers} workers'})"
             + (
                 ""
                 if self.complete
@@ -245,6 +248,7 @@ class ExploreResult:
             "coverage": self.coverage,
             "deadlocks": self.deadlocks,
             "bounds": self.bounds,
+            "workers": self.workers,
         }
 
 
@@ -297,6 +301,7 @@ def explore(
     until: Iterable[str] | None = None,
     reduce_moves: bool = True,
     defer_state_checks: bool = True,
+    workers: int = 1,
 ) -> ExploreResult:
     """Breadth-first search of a component's reachable states in the bounded world ``space``
     (a component's ``Space``: ``kvmodel.components``).
@@ -319,9 +324,15 @@ def explore(
     with one key are one state). Every shipped model's key does (the test compares both searches
     on every small manifest entry); a seeded bug need not — the mutation benchmark found a
     counter-evictor mutant whose depth-1 violation hides behind a known key — so the mutation
-    runner checks every step."""
+    runner checks every step.
+
+    ``workers``: expand each level's states in this many forked processes
+    (``kvmodel.explore_workers``); the result is the one-process search's, timings and
+    ``workers`` apart. Where processes cannot be forked, one process searches."""
     if space is None:
         raise TypeError("explore() needs a space: a component's bounded world")
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be an integer from 1 to {MAX_WORKERS}, not {workers!r:.40}")
     sp: Space = space
     init = sp.system(config or {}, quirks)
     moves = sp.moves()
@@ -365,6 +376,36 @@ def explore(
         out.reverse()
         return out
 
+    if workers > 1 and not explore_workers.available():
+        workers = 1
+    res.workers = workers
+    if workers > 1:
+        explore_workers.search(
+            space=sp,
+            init=init,
+            k0=k0,
+            moves=moves,
+            kinds=kinds,
+            fixed=fixed,
+            classes=classes,
+            symmetry=symmetry,
+            witnesses=pending,
+            res=res,
+            parent=parent,
+            cov=cov,
+            edges=edges,
+            graph=graph,
+            max_states=max_states,
+            progress=progress,
+            stop_on_violation=stop_on_violation,
+            wanted=wanted,
+            defer_state_checks=defer_state_checks,
+            t0=t0,
+            path_to=path_to,
+            keys_to=keys_to,
+            workers=workers,
+        )
+        queue.clear()
     with invariants.state_checks_deferred() if defer_state_checks else contextlib.nullcontext():
         while queue:
             if stop_on_violation and res.violations:

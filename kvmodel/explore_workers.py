@@ -1,0 +1,441 @@
+"""The explorer's breadth-first search spread over worker processes (``explore(..., workers=N)``,
+``kvmodel explore --workers N``), with the same result as the search in one process.
+
+**How.** The search goes level by level over ``N`` processes forked once, at the start. A
+worker expands the states it is given exactly as the one-process loop does (guard, clone,
+``apply``, key) and sends back, per state, one record per move. The main process then **merges
+the records in the one-process order** — level, then state, then move — and does everything
+that order decides: which successor is new (the parent map is only there), the parent, depth
+and path of each new state, the first counterexample to each invariant, the first depth of
+each witness, coverage, deadlocks, the stop for ``until`` / ``stop_on_violation``, and the
+``max_states`` bound. So the parents, depths, counterexamples, counts and their order are the
+one-process search's whatever ``N`` is (the test-suite compares both on every explorable
+component, with quirks, stops and bounds).
+
+**What a worker knows.** Every key stored before the level began (each level's new keys are
+sent to every worker) and the keys it met during the level, in the order it met them; it
+expands its states in the level's order. A successor met here for the first time, not stored
+before, is a *first meeting*: the worker runs the deferred state invariants on it
+(``invariants.check_state``), keeps the state, and sends its key; every other record names its
+successor by reference (the state it left, a stored key, or an earlier first meeting), so most
+records carry no key. A state new to the search is a first meeting of the worker that met it
+first in the merge order — an earlier meeting in the same worker would come earlier in that
+order — so it arrives with its state checks, and its worker holds it. Likewise only a worker's
+first counterexample to an invariant, and its first meeting of a witness, can come first in the
+merge: the others are not sent.
+
+**Who expands what.** A new state stays with the worker holding it, except that a worker
+holding more than its share of the level gives its last ones to those holding fewer
+(:func:`balance`): those, and only those, cross two process boundaries, pickled (about 40 µs
+each way for a G1 state, against about 400 µs to expand it). Every worker keeps a copy of the
+stored keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+from kvmodel import invariants
+
+# the most worker processes ``explore`` will start (``kvmodel explore --workers`` is bounded too)
+MAX_WORKERS = 64
+
+
+def available() -> bool:
+    """Whether worker processes can be forked here (the workers inherit the world and its moves
+    by ``fork``; where there is none the search runs in one process)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+class WorkerError(RuntimeError):
+    """A worker process failed (its traceback is the message) or ended without answering."""
+
+
+# A record per move, in the state's move order:
+#   (mi, weight, 0)                                  the guard disallows the move
+#   (mi, weight, cat, seen, k2, cand, step, full, wits)
+#       the move ran: ``cat`` 1 rejected, 2 accepted. ``seen`` says where the successor's key is:
+#       SAME (the state it left), KNOWN (stored before the level), or the index of the key among
+#       those this worker met first in this level — ``k2`` is the key itself the first time
+#       (else None, and always with ``graph``); ``cand`` the index of the worker's copy of that
+#       first meeting (-1: none, not new here; -2: not kept, the level has no room); ``step``
+#       the step's violations (None for none); ``full`` the step's and the state's on a first
+#       meeting (None for none or not a first meeting); ``wits`` the witnesses it met (None for
+#       none). Only first meetings carry keys: most steps reach a state stored before.
+Record = tuple[Any, ...]
+SAME, KNOWN = -1, -2
+
+
+def _worker(conn: Connection, job: dict[str, Any]) -> None:
+    """A worker's loop: expand the states of each level it is sent (see the module's text)."""
+    try:
+        with invariants.state_checks_deferred() if job["defer"] else contextlib.nullcontext():
+            _serve(conn, job)
+    except BaseException:  # reported to the main process, which raises it
+        with contextlib.suppress(Exception):
+            conn.send(("error", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def _serve(conn: Connection, job: dict[str, Any]) -> None:
+    sp, moves, fixed, symmetry = job["space"], job["moves"], job["fixed"], job["symmetry"]
+    component, defer, ws, graph = job["component"], job["defer"], job["witnesses"], job["graph"]
+    classes = job["classes"]
+    allows, key = sp.allows, sp.key
+    every = [(i, 1) for i in range(len(moves))]
+    known: set[Any] = set()
+    held: list[Any] = []  # the states kept in the last level, by their index in its records
+    while True:
+        msg = conn.recv()
+        if msg[0] == "stop":
+            return
+        if msg[0] == "give":  # states of the last level another worker will expand
+            conn.send(("ok", [pickle.dumps(held[i], pickle.HIGHEST_PROTOCOL) for i in msg[1]]))
+            continue
+        _, items, new_keys, pending_names, room, recorded = msg
+        known.update(new_keys)
+        told = set(recorded)
+        pending = [w for w in ws if w.name in pending_names]
+        met: dict[Any, int] = {}
+        cands: list[Any] = []
+        out: list[list[Record]] = []
+        for ref in items:
+            s = held[ref] if isinstance(ref, int) else pickle.loads(ref)
+            recs: list[Record] = []
+            for mi, weight in every if classes is None else classes(s, moves):
+                move = moves[mi]
+                if not allows(s, move):
+                    recs.append((mi, weight, 0))
+                    continue
+                op, decoded, args = sp.concrete(s, move) if fixed is None else fixed[mi]
+                nxt = s.clone()
+                o = nxt.apply(op, decoded, args)
+                step = o.violations or None
+                full = None
+                cand = -1
+                if o.unchanged:
+                    seen, k2 = SAME, None
+                else:
+                    k2 = key(nxt, symmetry)
+                    if k2 in known:
+                        seen = KNOWN
+                        if not graph:
+                            k2 = None
+                    else:
+                        got = met.get(k2)
+                        if got is not None:
+                            seen = got
+                            if not graph:
+                                k2 = None
+                        else:
+                            seen = met[k2] = len(met)
+                            if defer and o.ctx is not None:
+                                full = invariants.check_state(component, o.ctx, o.violations) or None
+                            else:
+                                full = step
+                            # at most ``room`` states are stored this level, and a worker's stored
+                            # ones are among its first ``room`` met: the others need not be kept
+                            if len(cands) < room:
+                                cand = len(cands)
+                                cands.append(nxt)
+                            else:
+                                cand = -2
+                wits = None
+                if pending and o.ctx is not None:
+                    hit = [w.name for w in pending if w.check(o.ctx)]
+                    if hit:
+                        wits = hit
+                        pending = [w for w in pending if w.name not in hit]
+                # the main process keeps the first counterexample to each invariant: only this
+                # worker's first of each, not already kept, can be it (see ``_levels``)
+                if step is not None:
+                    step = [v for v in step if v.invariant not in told] or None
+                if full is not None:
+                    full = [v for v in full if v.invariant not in told] or None
+                    if full is not None:
+                        told.update(v.invariant for v in full)
+                if step is not None:
+                    told.update(v.invariant for v in step)
+                cat = 2 if o.error is None else 1
+                if k2 is None and cand == -1 and step is None and full is None and wits is None:
+                    recs.append((mi, weight, cat, seen))
+                else:
+                    recs.append((mi, weight, cat, seen, k2, cand, step, full, wits))
+            out.append(recs)
+        held = cands
+        conn.send(("ok", out))
+
+
+def search(
+    *,
+    space: Any,
+    init: Any,
+    k0: Any,
+    moves: list[Any],
+    kinds: list[str],
+    fixed: list[Any] | None,
+    classes: Callable[..., list[tuple[int, int]]] | None,
+    symmetry: bool,
+    witnesses: list[Any],
+    res: Any,
+    parent: dict[Any, tuple[Any, int, int]],
+    cov: dict[str, Counter[str]],
+    edges: list[tuple[Any, Any, str]],
+    graph: bool,
+    max_states: int,
+    progress: Callable[[int, int, int], None] | None,
+    stop_on_violation: bool,
+    wanted: frozenset[str],
+    defer_state_checks: bool,
+    t0: float,
+    path_to: Callable[[Any], list[int]],
+    keys_to: Callable[[Any], list[Any]],
+    workers: int,
+) -> None:
+    """The one-process loop of ``explorer.explore`` over ``workers`` processes: fills ``res``,
+    ``parent``, ``cov`` and ``edges`` as that loop does."""
+    job = {
+        "space": space,
+        "moves": moves,
+        "fixed": fixed,
+        "symmetry": symmetry,
+        "component": space.component,
+        "defer": defer_state_checks,
+        "witnesses": witnesses,
+        "classes": classes,
+        "graph": graph,
+    }
+    ctx = multiprocessing.get_context("fork")
+    conns: list[Connection] = []
+    procs: list[Any] = []
+    try:
+        for _ in range(workers):
+            mine, theirs = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(theirs, job), daemon=True)
+            p.start()
+            theirs.close()
+            conns.append(mine)
+            procs.append(p)
+        _levels(
+            conns,
+            space=space,
+            init=init,
+            k0=k0,
+            kinds=kinds,
+            witnesses=witnesses,
+            res=res,
+            parent=parent,
+            cov=cov,
+            edges=edges,
+            graph=graph,
+            max_states=max_states,
+            progress=progress,
+            stop_on_violation=stop_on_violation,
+            wanted=wanted,
+            t0=t0,
+            path_to=path_to,
+            keys_to=keys_to,
+        )
+    finally:
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.send(("stop",))
+            c.close()
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+
+
+def _receive(conn: Connection) -> Any:
+    try:
+        msg = conn.recv()
+    except EOFError:
+        raise WorkerError("an explorer worker ended without answering") from None
+    if msg[0] == "error":
+        raise WorkerError(f"an explorer worker failed:\n{msg[1]}")
+    return msg[1]
+
+
+def balance(holders: list[int], workers: int) -> list[int]:
+    """Who expands each state of a level, given who holds it: its holder, except that a worker
+    holding more than its share gives its last states to the workers holding fewer, lowest
+    first (a state given away crosses two process boundaries; one kept, none). Every worker
+    ends with ``len(holders) // workers`` or one more."""
+    n = len(holders)
+    share, extra = divmod(n, workers)
+    want = [share + (1 if w < extra else 0) for w in range(workers)]
+    have = Counter(holders)
+    # the receivers, each as many times as it is short
+    short = [w for w in range(workers) for _ in range(max(0, want[w] - have[w]))]
+    over = {w: have[w] - want[w] for w in range(workers) if have[w] > want[w]}
+    out = list(holders)
+    j = 0
+    for p in range(n - 1, -1, -1):
+        w = holders[p]
+        if over.get(w, 0) > 0:
+            over[w] -= 1
+            out[p] = short[j]
+            j += 1
+    return out
+
+
+def _levels(
+    conns: list[Connection],
+    *,
+    space: Any,
+    init: Any,
+    k0: Any,
+    kinds: list[str],
+    witnesses: list[Any],
+    res: Any,
+    parent: dict[Any, tuple[Any, int, int]],
+    cov: dict[str, Counter[str]],
+    edges: list[tuple[Any, Any, str]],
+    graph: bool,
+    max_states: int,
+    progress: Callable[[int, int, int], None] | None,
+    stop_on_violation: bool,
+    wanted: frozenset[str],
+    t0: float,
+    path_to: Callable[[Any], list[int]],
+    keys_to: Callable[[Any], list[Any]],
+) -> None:
+    n = len(conns)
+    # a level: (key, the worker holding the state, its index there; the root: -1, held by none)
+    level: list[tuple[Any, int, int]] = [(k0, -1, -1)]
+    root = pickle.dumps(init, pickle.HIGHEST_PROTOCOL)
+    fresh: list[Any] = [k0]  # keys stored since the workers were last told
+    pending = [w.name for w in witnesses]
+
+    def stop() -> bool:
+        """The one-process loop's test before it takes the next state."""
+        if stop_on_violation and res.violations:
+            res.complete = False
+            return True
+        if wanted and wanted <= res.violations.keys():
+            res.complete, res.stopped_early = False, True
+            return True
+        return False
+
+    while level:
+        if stop():
+            return
+        d = parent[level[0][0]][2]
+        holders = [0 if h < 0 else h for _, h, _ in level]
+        who = balance(holders, n)
+        # the states changing hands, fetched from their holders
+        gives: dict[int, list[int]] = {}
+        for p, (_, h, _) in enumerate(level):
+            if h >= 0 and who[p] != h:
+                gives.setdefault(h, []).append(p)
+        for h, ps in gives.items():
+            conns[h].send(("give", [level[p][2] for p in ps]))
+        blobs: dict[int, bytes] = {}
+        for h, ps in gives.items():
+            blobs.update(zip(ps, _receive(conns[h]), strict=True))
+        # what each worker expands, in the level's order: a state it holds, by its index there,
+        # or one it is given, pickled
+        items: list[list[int | bytes]] = [[] for _ in range(n)]
+        for p, (_, h, i) in enumerate(level):
+            items[who[p]].append(root if h < 0 else blobs[p] if p in blobs else i)
+        for c, mine in zip(conns, items, strict=True):
+            c.send(("expand", mine, fresh, pending, max_states - len(parent), list(res.violations)))
+        replies = [iter(_receive(c)) for c in conns]
+        names: list[list[Any]] = [[] for _ in range(n)]  # per worker, the keys it met first
+        fresh = []
+        nxt: list[tuple[Any, int, int]] = []
+        for p, (k, _, _) in enumerate(level):
+            w = who[p]
+            recs = next(replies[w])
+            if stop():
+                return
+            ok_any = False
+            for rec in recs:
+                mi, weight, cat = rec[0], rec[1], rec[2]
+                kind = kinds[mi]
+                tally = cov.get(kind)
+                if tally is None:
+                    tally = cov[kind] = Counter()
+                if cat == 0:
+                    tally["disabled"] += weight
+                    continue
+                if len(rec) == 4:
+                    seen, k2, cand, step, full, wits = rec[3], None, -1, None, None, None
+                else:
+                    _, _, _, seen, k2, cand, step, full, wits = rec
+                res.transitions += weight
+                res.transitions_run += 1
+                if cat == 1:
+                    tally["rejected"] += weight
+                else:
+                    tally["ok"] += weight
+                    ok_any = True
+                if seen == SAME:
+                    k2, new = k, False
+                elif seen == KNOWN:
+                    new = False
+                else:
+                    firsts = names[w]
+                    if seen == len(firsts):
+                        firsts.append(k2)
+                    else:
+                        k2 = firsts[seen]
+                    new = k2 not in parent
+                # a state new to the search is new to the worker that met it first (``cand``),
+                # with its state checks; met again before it could be stored (``max_states``),
+                # its state verdict is the one already recorded
+                found = (full if new and full is not None else step) or ()
+                for v in found:
+                    if v.invariant not in res.violations:
+                        steps = [*path_to(k), mi]
+                        res.violations[v.invariant] = {
+                            "depth": d + 1,
+                            "message": v.message,
+                            "steps": len(steps),
+                            "trace": steps,
+                            "found_after_s": round(time.perf_counter() - t0, 4),
+                        }
+                        if graph:
+                            res.violations[v.invariant]["path_keys"] = [*keys_to(k), k2]
+                if wits:
+                    for name in wits:
+                        if name not in res.witnesses:
+                            res.witnesses[name] = d + 1
+                if graph:
+                    edges.append((k, k2, kind))
+                if new:
+                    if len(parent) >= max_states:
+                        res.complete = False
+                        continue
+                    if cand < 0:  # pragma: no cover - ruled out by the module's arguments
+                        raise WorkerError(f"a new state came without its worker's copy (move {mi}, depth {d})")
+                    parent[k2] = (k, mi, d + 1)
+                    res.depth = max(res.depth, d + 1)
+                    nxt.append((k2, w, cand))
+                    fresh.append(k2)
+            if not ok_any:
+                res.deadlocks += 1
+            if progress is not None and len(parent) % 5000 == 0:
+                progress(len(parent), res.transitions, d)
+        pending = [name for name in pending if name not in res.witnesses]
+        level = nxt
+
+
+def default_workers() -> int:
+    """The cores this process may use (the scheduler's affinity where known)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on this platform
+        return max(1, os.cpu_count() or 1)
