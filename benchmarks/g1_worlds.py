@@ -12,7 +12,12 @@ the state count growing with capacity). Peer, in the same run: the anchors' plai
 a toy block pool (``shared/reference/examples/anchors-bench/model.py``), the states/s a
 hand-written tuple-state search reaches on this machine.
 
-Writes ``benchmarks/results/g1_worlds.json``. Usage: ``python benchmarks/g1_worlds.py [--budget S]``.
+With ``--workers N`` each search runs over ``N`` worker processes (``kvmodel explore --workers``:
+the same search, so the same states; ``states_per_s`` is then the rate of the ``N`` processes
+together) and the results go to ``benchmarks/results/g1_worlds_workers.json``.
+
+Writes ``benchmarks/results/g1_worlds.json``. Usage: ``python benchmarks/g1_worlds.py [--budget S]
+[--workers N]``.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ class _OverBudget(Exception):
         self.states, self.transitions, self.depth = states, transitions, depth
 
 
-def one(component: str, owners: int, capacity: int, budget: float) -> dict[str, Any]:
+def one(component: str, owners: int, capacity: int, budget: float, workers: int = 1) -> dict[str, Any]:
     comp = components.get(component)
     space = comp.explore_space(components.World({}, {**WORLD, "owners": owners}))
     t0 = time.perf_counter()
@@ -56,7 +61,9 @@ def one(component: str, owners: int, capacity: int, budget: float) -> dict[str, 
 
     row: dict[str, Any] = {"owners": owners, "capacity": capacity, "space": space.to_json()}
     try:
-        res = explorer.explore({"max_capacity": capacity}, (), space, max_states=10_000_000, progress=progress)
+        res = explorer.explore(
+            {"max_capacity": capacity}, (), space, max_states=10_000_000, progress=progress, workers=workers
+        )
     except _OverBudget as e:
         dt = time.perf_counter() - t0
         row.update(finished=False, states=e.states, transitions=e.transitions, depth=e.depth, seconds=round(dt, 2))
@@ -77,8 +84,11 @@ def one(component: str, owners: int, capacity: int, budget: float) -> dict[str, 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--budget", type=float, default=BUDGET_S)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "g1_worlds.json"))
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    name = "g1_worlds.json" if a.workers == 1 else "g1_worlds_workers.json"
+    out = a.out or str(ROOT / "benchmarks" / "results" / name)
     rows: list[dict[str, Any]] = []
     for component in ("g1_native", "g1_kvbm"):
         for owners in OWNERS:
@@ -88,7 +98,7 @@ def main() -> int:
                     skipped = f"capacity {over} ran past the budget"
                     rows.append({"component": component, "owners": owners, "capacity": capacity, "skipped": skipped})
                     continue
-                r = {"component": component, **one(component, owners, capacity, a.budget)}
+                r = {"component": component, **one(component, owners, capacity, a.budget, a.workers)}
                 rows.append(r)
                 done = "" if r["finished"] else "(not finished) "
                 print(
@@ -105,6 +115,7 @@ def main() -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
         "budget_s": a.budget,
+        "workers": a.workers,
         "rows": rows,
         "largest_finished": {
             c: max((r for r in fits if r["component"] == c), key=lambda r: r["states"], default=None)
@@ -112,8 +123,8 @@ def main() -> int:
         },
         "peer": peer(),
     }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     return 0
 
 

@@ -99,6 +99,9 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
         msg = conn.recv()
         if msg[0] == "stop":
             return
+        if msg[0] == "rss":  # the search is over: this process's peak resident set size
+            conn.send(("ok", peak_rss()))
+            continue
         if msg[0] == "give":  # states of the last level another worker will expand
             conn.send(("ok", [pickle.dumps(held[i], pickle.HIGHEST_PROTOCOL) for i in msg[1]]))
             continue
@@ -201,9 +204,10 @@ def search(
     path_to: Callable[[Any], list[int]],
     keys_to: Callable[[Any], list[Any]],
     workers: int,
-) -> None:
+) -> list[int]:
     """The one-process loop of ``explorer.explore`` over ``workers`` processes: fills ``res``,
-    ``parent``, ``cov`` and ``edges`` as that loop does."""
+    ``parent``, ``cov`` and ``edges`` as that loop does. Returns each worker's peak resident set
+    size in bytes (pages it shares with the main process, from the fork, counted in both)."""
     job = {
         "space": space,
         "moves": moves,
@@ -246,6 +250,9 @@ def search(
             path_to=path_to,
             keys_to=keys_to,
         )
+        for c in conns:
+            c.send(("rss",))
+        return [int(_receive(c)) for c in conns]
     finally:
         for c in conns:
             with contextlib.suppress(OSError):
@@ -431,6 +438,15 @@ def _levels(
                 progress(len(parent), res.transitions, d)
         pending = [name for name in pending if name not in res.witnesses]
         level = nxt
+
+
+def peak_rss() -> int:
+    """This process's peak resident set size in bytes (``getrusage``; 0 where unavailable)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def default_workers() -> int:

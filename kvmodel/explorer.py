@@ -172,6 +172,9 @@ class ExploreResult:
     peak_rss_bytes: int = 0
     # the processes that expanded states (``explore(..., workers=N)``; the result is the same)
     workers: int = 1
+    # each worker's peak resident set size (empty in one process; ``peak_rss_bytes`` is the main
+    # process's): the pages a worker shares with the main process since the fork count in both
+    workers_peak_rss_bytes: list[int] = attrs.field(factory=list)
     graph: Any = None
     moves: list[Any] = attrs.field(factory=list, repr=False)
     space_obj: Any = attrs.field(default=None, repr=False)
@@ -249,6 +252,7 @@ class ExploreResult:
             "deadlocks": self.deadlocks,
             "bounds": self.bounds,
             "workers": self.workers,
+            "workers_peak_rss_bytes": self.workers_peak_rss_bytes,
         }
 
 
@@ -264,15 +268,6 @@ def cannot_break(space: Any) -> frozenset[str]:
     optional; none by default)."""
     f = getattr(space, "cannot_break", None)
     return frozenset(f()) if f is not None else frozenset()
-
-
-def _peak_rss() -> int:
-    """The process's peak resident set size in bytes (``getrusage``; 0 where unavailable)."""
-    try:
-        import resource
-    except ImportError:  # not on this platform
-        return 0
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def _deep_size(obj: Any, seen: set[int] | None = None) -> int:
@@ -380,7 +375,7 @@ def explore(
         workers = 1
     res.workers = workers
     if workers > 1:
-        explore_workers.search(
+        res.workers_peak_rss_bytes = explore_workers.search(
             space=sp,
             init=init,
             k0=k0,
@@ -478,7 +473,7 @@ def explore(
             if progress is not None and len(parent) % 5000 == 0:
                 progress(len(parent), res.transitions, d)
     res.seconds = time.perf_counter() - t0
-    res.peak_rss_bytes = _peak_rss()
+    res.peak_rss_bytes = explore_workers.peak_rss()
     res.states = len(parent)
     res.coverage = {k: dict(v) for k, v in sorted(cov.items())}
     res.missing_witnesses = sorted(w.name for w in ws if w.name not in res.witnesses)

@@ -22,7 +22,7 @@ from .test_explorer import FAST, _space
 pytestmark = pytest.mark.skipif(not explore_workers.available(), reason="no fork here: one process searches")
 
 # what differs from run to run, or says how the search ran rather than what it found
-_RUN = ("seconds", "states_per_second", "bytes_per_state", "peak_rss_bytes", "workers")
+_RUN = ("seconds", "states_per_second", "bytes_per_state", "peak_rss_bytes", "workers", "workers_peak_rss_bytes")
 # the small manifest worlds (and each explorable component's quickest), ideal and with quirks
 SMALL = [
     e
@@ -56,6 +56,9 @@ def test_workers_give_the_one_process_search(entry: dict[str, Any], workers: int
     one = explorer.explore(entry["config"], entry["quirks"], sp)
     many = explorer.explore(entry["config"], entry["quirks"], sp, workers=workers)
     assert one.workers == 1 and many.workers == workers
+    # the memory each worker used is reported beside the main process's
+    assert one.workers_peak_rss_bytes == [] and len(many.workers_peak_rss_bytes) == workers
+    assert all(b > 0 for b in many.workers_peak_rss_bytes)
     _same(one, many)
     assert many.states == entry["expect"]["states_symmetry"]
 
