@@ -112,6 +112,13 @@ def test_console_script_runs() -> None:
     assert r.returncode == 0 and r.stdout.startswith("kvmodel ")
 
 
+def test_python_dash_m_kvmodel_is_the_command_with_its_exit_codes() -> None:
+    r = subprocess.run([sys.executable, "-m", "kvmodel", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("kvmodel ")
+    bad = subprocess.run([sys.executable, "-m", "kvmodel", "explore", "--workers", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--workers" in bad.stderr
+
+
 def test_check_junit_is_accepted_by_a_junit_parser(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from junitparser import Failure, JUnitXml
 
