@@ -443,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; exit codes as in :mod:`kvmodel.verdicts`. Never a traceback for bad
     input: one line naming the file or option and the problem."""
+    from kvmodel.explore_workers import WorkerError
     from kvmodel.model.errors import InvalidInput
     from kvmodel.specs.runner import Disagreement
     from kvmodel.traces import TraceError
@@ -466,6 +467,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kvmodel: {e}", file=sys.stderr)
     except Disagreement as e:  # an engine error: the spec and the model disagree, no verdict
         print(f"kvmodel {args.cmd}: engine error: {str(e)[:400]}", file=sys.stderr)
+    except WorkerError as e:  # an explorer worker failed or was killed: no verdict
+        print(f"kvmodel {args.cmd}: engine error: {e.summary()[:400]}", file=sys.stderr)
     except (UsageError, InvalidInput) as e:
         print(f"kvmodel {args.cmd}: {e.detail if isinstance(e, InvalidInput) and e.detail else e}", file=sys.stderr)
     except (ValueError, OSError) as e:  # e.g. an unknown quirk name in a trace; an unwritable output

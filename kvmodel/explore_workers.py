@@ -59,6 +59,11 @@ def available() -> bool:
 class WorkerError(RuntimeError):
     """A worker process failed (its traceback is the message) or ended without answering."""
 
+    def summary(self) -> str:
+        """One line: what happened and, for a failure, the worker's exception."""
+        lines = [x for x in str(self).splitlines() if x.strip()]
+        return lines[0].rstrip(":") + (f": {lines[-1].strip()}" if len(lines) > 1 else "")
+
 
 # A record per move, in the state's move order:
 #   (mi, weight, 0)                                  the guard disallows the move
@@ -251,7 +256,7 @@ def search(
             keys_to=keys_to,
         )
         for c in conns:
-            c.send(("rss",))
+            _send(c, ("rss",))
         return [int(_receive(c)) for c in conns]
     finally:
         for c in conns:
@@ -263,6 +268,13 @@ def search(
             if p.is_alive():
                 p.terminate()
                 p.join()
+
+
+def _send(conn: Connection, msg: Any) -> None:
+    try:
+        conn.send(msg)
+    except OSError:  # the worker is gone (killed, say, by the kernel for memory)
+        raise WorkerError("an explorer worker ended without answering") from None
 
 
 def _receive(conn: Connection) -> Any:
@@ -348,7 +360,7 @@ def _levels(
             if h >= 0 and who[p] != h:
                 gives.setdefault(h, []).append(p)
         for h, ps in gives.items():
-            conns[h].send(("give", [level[p][2] for p in ps]))
+            _send(conns[h], ("give", [level[p][2] for p in ps]))
         blobs: dict[int, bytes] = {}
         for h, ps in gives.items():
             blobs.update(zip(ps, _receive(conns[h]), strict=True))
@@ -358,7 +370,7 @@ def _levels(
         for p, (_, h, i) in enumerate(level):
             items[who[p]].append(root if h < 0 else blobs[p] if p in blobs else i)
         for c, mine in zip(conns, items, strict=True):
-            c.send(("expand", mine, fresh, pending, max_states - len(parent), list(res.violations)))
+            _send(c, ("expand", mine, fresh, pending, max_states - len(parent), list(res.violations)))
         replies = [iter(_receive(c)) for c in conns]
         names: list[list[Any]] = [[] for _ in range(n)]  # per worker, the keys it met first
         fresh = []

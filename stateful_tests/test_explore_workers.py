@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -138,6 +139,48 @@ def test_a_worker_that_fails_is_reported_with_its_traceback_and_every_worker_end
     with pytest.raises(explore_workers.WorkerError, match="planted"):
         explorer.explore(dict(world.config), [], sp, workers=2)
     assert multiprocessing.active_children() == []
+
+
+def _plant(monkeypatch: pytest.MonkeyPatch, sp: Any, failure: Callable[[], None]) -> None:
+    """Make every guard a worker evaluates call ``failure`` (the main process is untouched)."""
+    real = type(sp).allows
+    main = os.getpid()
+
+    def allows(self: Any, s: Any, move: Any) -> bool:
+        if os.getpid() != main:
+            failure()
+        return bool(real(self, s, move))
+
+    monkeypatch.setattr(type(sp), "allows", allows)
+
+
+def test_a_worker_killed_mid_search_is_an_error_not_a_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that dies without a word (the kernel's OOM killer, say) ends the search with
+    ``WorkerError``: never a result, and no process left behind."""
+    comp = components.get("g1_native")
+    world = comp.profile.explore
+    sp = comp.explore_space(world)
+    _plant(monkeypatch, sp, lambda: os._exit(9))
+    with pytest.raises(explore_workers.WorkerError, match="ended without answering"):
+        explorer.explore(dict(world.config), [], sp, workers=2)
+    assert multiprocessing.active_children() == []
+
+
+def test_the_cli_reports_a_failed_worker_in_one_line_with_no_verdict(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    comp = components.get("kv_manager")
+    sp = comp.explore_space(comp.profile.explore)
+
+    def boom() -> None:
+        raise _Boom("planted in a worker")
+
+    _plant(monkeypatch, sp, boom)
+    assert cli.main(["explore", "--workers", "2", "--json"]) == 2  # the error exit, not pass (0) or found (1)
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and "engine error" in err[0] and "planted in a worker" in err[0], err
 
 
 @pytest.mark.parametrize("bad", [0, -1, 65, 2.0, True, "2"])
