@@ -25,6 +25,7 @@ from kvmodel.cliargs import (
     check_outputs,
     explore_world,
     integer,
+    integer_or_auto,
     nonempty,
     quirks_of_args,
     revision_quirks,
@@ -34,7 +35,7 @@ from kvmodel.cliargs import (
 )
 from kvmodel.components import EXPLORE, SPEC
 from kvmodel.engines import ENGINE_NAMES, Budget
-from kvmodel.explore_workers import MAX_WORKERS
+from kvmodel.explore_workers import MAX_WORKERS, default_workers
 from kvmodel.jsonio import write_text
 from kvmodel.profiles import PROFILES
 from kvmodel.progress import Progress
@@ -382,9 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-states", type=integer(1, 50_000_000), default=2_000_000, help="stop after this many states")
     e.add_argument(
         "--workers",
-        type=integer(1, MAX_WORKERS),
+        type=integer_or_auto(1, MAX_WORKERS, default_workers),
         default=1,
-        help=f"expand each level in this many processes, 1 .. {MAX_WORKERS} (default 1); the result is the same",
+        help=f"expand each level in this many processes, 1 .. {MAX_WORKERS}, or 'auto' for the cores this"
+        " process may use (default 1); the result is the same",
     )
     e.add_argument("--dot", type=nonempty, metavar="FILE", help="write the state graph in Graphviz DOT")
     e.add_argument("--svg", type=nonempty, metavar="FILE", help="draw the state graph as SVG (needs Graphviz dot)")

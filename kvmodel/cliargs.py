@@ -29,6 +29,20 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def integer_or_auto(lo: int, hi: int, auto: Callable[[], int]) -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi``, or ``auto`` for ``auto()`` (clamped
+    to the range)."""
+    number = integer(lo, hi)
+
+    def parse(text: str) -> int:
+        if text.strip() == "auto":
+            return max(lo, min(hi, auto()))
+        return number(text)
+
+    parse.__name__ = f"integer from {lo} to {hi} or 'auto'"
+    return parse
+
+
 def integer(lo: int, hi: int) -> Callable[[str], int]:
     """An argparse type: an integer from ``lo`` to ``hi``."""
 

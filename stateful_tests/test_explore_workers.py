@@ -207,7 +207,11 @@ def test_cli_workers(capsys: pytest.CaptureFixture[str]) -> None:
     assert outs[0] == outs[1]
     assert cli.main([*args, "--workers", "2"]) == 1
     assert "2 workers" in capsys.readouterr().out
-    for bad in ("0", "65", "two"):
+    # ``auto``: the cores this process may use, within 1 .. MAX_WORKERS
+    assert cli.main([*args, "--workers", "auto", "--json"]) == 1
+    auto = json.loads(capsys.readouterr().out)
+    assert auto["workers"] == min(explore_workers.MAX_WORKERS, explore_workers.default_workers())
+    for bad in ("0", "65", "two", "Auto", ""):
         assert cli.main([*args, "--workers", bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--workers" in err[0]
