@@ -32,7 +32,7 @@ import math
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -70,6 +70,16 @@ class NoSymmetry:
         return 1
 
 
+def _renamed(s: Any, order: Sequence[int]) -> tuple[list[int], bytes]:
+    """The renaming that gives the ``i``-th request of ``order`` the name ``i`` (``perm[o]`` is
+    ``o``'s new name), and the state's key under it, spelled by ``marshal``."""
+    perm = [0] * len(order)
+    for new, o in enumerate(order):
+        perm[o] = new
+    identity = all(i == p for i, p in enumerate(perm))
+    return perm, marshal.dumps(s.key() if identity else s.key_under(tuple(perm)), 2)
+
+
 def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
     """Request symmetry for a system with ``key_under(perm)`` (its key with request ``o``
     renamed ``perm[o]``) and ``owner_signature(o)`` (what request ``o`` alone looks like, the
@@ -92,11 +102,7 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
         # no two requests alike (most states): one renaming is tried, the one that puts the
         # requests in signature order; nothing but the identity fixes the state
         s.owner_stabilizer = ()
-        perm = [0] * owners
-        for new, o in enumerate(order):
-            perm[o] = new
-        identity = all(i == p for i, p in enumerate(perm))
-        return math.factorial(owners), marshal.dumps(s.key() if identity else s.key_under(tuple(perm)), 2)
+        return math.factorial(owners), _renamed(s, order)[1]
     groups: list[list[int]] = []
     for o in order:
         if groups and sigs[groups[-1][0]] == sigs[o]:
@@ -109,12 +115,8 @@ def owner_canonical(s: Any, owners: int) -> tuple[int, bytes]:
     inv: list[int] = []  # the inverse of the first renaming tried
     fixing: list[tuple[int, ...]] = []
     for arrangement in itertools.product(*(itertools.permutations(g) for g in groups)):
-        perm = [0] * owners
-        for new, o in enumerate(itertools.chain.from_iterable(arrangement)):
-            perm[o] = new
+        perm, b = _renamed(s, [o for g in arrangement for o in g])
         tried += 1
-        identity = all(i == p for i, p in enumerate(perm))
-        b = marshal.dumps(s.key() if identity else s.key_under(tuple(perm)), 2)
         keys.add(b)
         if first is None:
             first, inv = b, [0] * owners
