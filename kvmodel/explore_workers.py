@@ -37,7 +37,6 @@ import contextlib
 import multiprocessing
 import os
 import pickle
-import time
 import traceback
 from collections import Counter
 from collections.abc import Callable
@@ -415,19 +414,9 @@ def _levels(
                 # a state new to the search is new to the worker that met it first (``cand``),
                 # with its state checks; met again before it could be stored (``max_states``),
                 # its state verdict is the one already recorded
-                found = (full if new and full is not None else step) or ()
-                for v in found:
-                    if v.invariant not in res.violations:
-                        steps = [*path_to(k), mi]
-                        res.violations[v.invariant] = {
-                            "depth": d + 1,
-                            "message": v.message,
-                            "steps": len(steps),
-                            "trace": steps,
-                            "found_after_s": round(time.perf_counter() - t0, 4),
-                        }
-                        if graph:
-                            res.violations[v.invariant]["path_keys"] = [*keys_to(k), k2]
+                found = full if new and full is not None else step
+                if found:
+                    res.keep_first(found, (k, mi, k2, d + 1), t0, path_to, keys_to if graph else None)
                 if wits:
                     for name in wits:
                         if name not in res.witnesses:

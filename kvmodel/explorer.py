@@ -181,6 +181,32 @@ class ExploreResult:
     moves: list[Any] = attrs.field(factory=list, repr=False)
     space_obj: Any = attrs.field(default=None, repr=False)
 
+    def keep_first(
+        self,
+        violations: Iterable[Any],
+        step: tuple[Any, int, Any, int],
+        t0: float,
+        path_to: Callable[[Any], list[int]],
+        keys_to: Callable[[Any], list[Any]] | None,
+    ) -> None:
+        """Keep the first counterexample to each invariant among ``violations`` (breadth-first
+        order makes it a shortest one), found on ``step``: from the state keyed ``k`` by move
+        ``mi`` to the state keyed ``k2`` at depth ``depth``. Kept: its depth, message, the moves
+        that reach it, when it was found and, with a state graph (``keys_to``), the keys along it."""
+        k, mi, k2, depth = step
+        for v in violations:
+            if v.invariant not in self.violations:
+                steps = [*path_to(k), mi]
+                got = self.violations[v.invariant] = {
+                    "depth": depth,
+                    "message": v.message,
+                    "steps": len(steps),
+                    "trace": steps,
+                    "found_after_s": round(time.perf_counter() - t0, 4),
+                }
+                if keys_to is not None:
+                    got["path_keys"] = [*keys_to(k), k2]
+
     @property
     def states_per_second(self) -> float:
         return self.states / self.seconds if self.seconds else 0.0
@@ -442,18 +468,8 @@ def explore(
                     # state, at the first step that reaches it (a step to a known state would give
                     # the verdict that state already had)
                     violations = out.violations = invariants.check_state(sp.component, out.ctx, violations)
-                for v in violations:
-                    if v.invariant not in res.violations:
-                        steps = [*path_to(k), mi]
-                        res.violations[v.invariant] = {
-                            "depth": d + 1,
-                            "message": v.message,
-                            "steps": len(steps),
-                            "trace": steps,
-                            "found_after_s": round(time.perf_counter() - t0, 4),
-                        }
-                        if graph:
-                            res.violations[v.invariant]["path_keys"] = [*keys_to(k), k2]
+                if violations:
+                    res.keep_first(violations, (k, mi, k2, d + 1), t0, path_to, keys_to if graph else None)
                 if pending and out.ctx is not None:
                     for w in pending:
                         if w.check(out.ctx):
