@@ -39,7 +39,7 @@ import os
 import pickle
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -164,7 +164,7 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
                         wits = hit
                         pending = [w for w in pending if w.name not in hit]
                 # the main process keeps the first counterexample to each invariant: only this
-                # worker's first of each, not already kept, can be it (see ``_levels``)
+                # worker's first of each, not already kept, can be it (see ``levels``)
                 if step is not None:
                     step = [v for v in step if v.invariant not in told] or None
                 if full is not None:
@@ -183,35 +183,22 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
         conn.send(("ok", out))
 
 
-def search(
+@contextlib.contextmanager
+def started(
+    workers: int,
     *,
     space: Any,
-    init: Any,
-    k0: Any,
     moves: list[Any],
-    kinds: list[str],
     fixed: list[Any] | None,
     classes: Callable[..., list[tuple[int, int]]] | None,
     symmetry: bool,
     witnesses: list[Any],
-    res: Any,
-    parent: dict[Any, tuple[Any, int, int]],
-    cov: dict[str, Counter[str]],
-    edges: list[tuple[Any, Any, str]],
     graph: bool,
-    max_states: int,
-    progress: Callable[[int, int, int], None] | None,
-    stop_on_violation: bool,
-    wanted: frozenset[str],
     defer_state_checks: bool,
-    t0: float,
-    path_to: Callable[[Any], list[int]],
-    keys_to: Callable[[Any], list[Any]],
-    workers: int,
-) -> list[int]:
-    """The one-process loop of ``explorer.explore`` over ``workers`` processes: fills ``res``,
-    ``parent``, ``cov`` and ``edges`` as that loop does. Returns each worker's peak resident set
-    size in bytes (pages it shares with the main process, from the fork, counted in both)."""
+) -> Iterator[list[Connection]]:
+    """``workers`` processes forked with what a worker needs to expand states (the world, its
+    moves, the witnesses), as the connections to them; every one is stopped and joined on the
+    way out, however the search ended."""
     job = {
         "space": space,
         "moves": moves,
@@ -234,29 +221,7 @@ def search(
             theirs.close()
             conns.append(mine)
             procs.append(p)
-        _levels(
-            conns,
-            space=space,
-            init=init,
-            k0=k0,
-            kinds=kinds,
-            witnesses=witnesses,
-            res=res,
-            parent=parent,
-            cov=cov,
-            edges=edges,
-            graph=graph,
-            max_states=max_states,
-            progress=progress,
-            stop_on_violation=stop_on_violation,
-            wanted=wanted,
-            t0=t0,
-            path_to=path_to,
-            keys_to=keys_to,
-        )
-        for c in conns:
-            _send(c, ("rss",))
-        return [int(_receive(c)) for c in conns]
+        yield conns
     finally:
         for c in conns:
             with contextlib.suppress(OSError):
@@ -267,6 +232,14 @@ def search(
             if p.is_alive():
                 p.terminate()
                 p.join()
+
+
+def peak_rss_of(conns: list[Connection]) -> list[int]:
+    """Each worker's peak resident set size in bytes, asked once the search is over (pages it
+    shares with the main process, from the fork, count in both)."""
+    for c in conns:
+        _send(c, ("rss",))
+    return [int(_receive(c)) for c in conns]
 
 
 def _send(conn: Connection, msg: Any) -> None:
@@ -309,10 +282,9 @@ def balance(holders: list[int], workers: int) -> list[int]:
     return out
 
 
-def _levels(
+def levels(
     conns: list[Connection],
     *,
-    space: Any,
     init: Any,
     k0: Any,
     kinds: list[str],
@@ -330,6 +302,10 @@ def _levels(
     path_to: Callable[[Any], list[int]],
     keys_to: Callable[[Any], list[Any]],
 ) -> None:
+    """The one-process loop of ``explorer.explore`` over the workers behind ``conns``
+    (:func:`started`): level by level, each worker expands its share and the records are merged
+    in the one-process order, filling ``res``, ``parent``, ``cov`` and ``edges`` as that loop
+    does (the module's text says how)."""
     n = len(conns)
     # a level: (key, the worker holding the state, its index there; the root: -1, held by none)
     level: list[tuple[Any, int, int]] = [(k0, -1, -1)]

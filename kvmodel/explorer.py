@@ -403,31 +403,37 @@ def explore(
         workers = 1
     res.workers = workers
     if workers > 1:
-        res.workers_peak_rss_bytes = explore_workers.search(
+        with explore_workers.started(
+            workers,
             space=sp,
-            init=init,
-            k0=k0,
             moves=moves,
-            kinds=kinds,
             fixed=fixed,
             classes=classes,
             symmetry=symmetry,
             witnesses=pending,
-            res=res,
-            parent=parent,
-            cov=cov,
-            edges=edges,
             graph=graph,
-            max_states=max_states,
-            progress=progress,
-            stop_on_violation=stop_on_violation,
-            wanted=wanted,
             defer_state_checks=defer_state_checks,
-            t0=t0,
-            path_to=path_to,
-            keys_to=keys_to,
-            workers=workers,
-        )
+        ) as conns:
+            explore_workers.levels(
+                conns,
+                init=init,
+                k0=k0,
+                kinds=kinds,
+                witnesses=pending,
+                res=res,
+                parent=parent,
+                cov=cov,
+                edges=edges,
+                graph=graph,
+                max_states=max_states,
+                progress=progress,
+                stop_on_violation=stop_on_violation,
+                wanted=wanted,
+                t0=t0,
+                path_to=path_to,
+                keys_to=keys_to,
+            )
+            res.workers_peak_rss_bytes = explore_workers.peak_rss_of(conns)
         queue.clear()
     with invariants.state_checks_deferred() if defer_state_checks else contextlib.nullcontext():
         while queue:
