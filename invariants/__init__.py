@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from kvmodel.invariants.core import Invariant, StepContext, Violation, Witness
+from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Violation, Witness
 
 # The catalogue is read from the component records (``Component.invariants``) on first use,
 # in registry order, plus what :func:`register` added; :func:`reset` forgets it (the component
@@ -101,26 +101,41 @@ def components() -> list[str]:
 
 
 _DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("kvmodel_state_checks_deferred", default=False)
-_SPLIT: dict[str, tuple[tuple[Invariant, ...], tuple[Invariant, ...]]] = {}
+_Plan = tuple[tuple[Invariant, ...], tuple[Invariant, ...]]
+# per component: (every invariant, those of the state alone, the rest), each as a plan —
+# (the invariants, the same without the ``MonitorFault`` checks)
+_SPLIT: dict[str, tuple[_Plan, _Plan, _Plan]] = {}
 _POSITION: dict[str, dict[str, int]] = {}
 
 
-def _split(component: str) -> tuple[tuple[Invariant, ...], tuple[Invariant, ...]]:
-    """The component's invariants of the state alone (``Invariant.per_state``: every ``state``
-    one and the ``stream`` ones that say so), and the rest."""
+def _plan(invariants: tuple[Invariant, ...]) -> _Plan:
+    """The invariants, and the same without the checks of monitor faults (``MonitorFault``):
+    on a step whose monitor found no fault those all pass, so they need not be asked. When no
+    check is one, both are the same tuple."""
+    quiet = tuple(i for i in invariants if not isinstance(i.check, MonitorFault))
+    return invariants, (invariants if len(quiet) == len(invariants) else quiet)
+
+
+def _split(component: str) -> tuple[_Plan, _Plan, _Plan]:
+    """The component's invariants, those of the state alone (``Invariant.per_state``: every
+    ``state`` one and the ``stream`` ones that say so), and the rest, each as a :func:`_plan`."""
     got = _SPLIT.get(component)
     if got is None:
         every = for_component(component)
         got = _SPLIT[component] = (
-            tuple(i for i in every if i.per_state),
-            tuple(i for i in every if not i.per_state),
+            _plan(every),
+            _plan(tuple(i for i in every if i.per_state)),
+            _plan(tuple(i for i in every if not i.per_state)),
         )
     return got
 
 
-def _run(invariants: tuple[Invariant, ...], ctx: StepContext) -> list[Violation]:
+def _run(plan: _Plan, ctx: StepContext) -> list[Violation]:
+    invs, quiet = plan
+    if quiet is not invs and not ctx.monitor.faults:
+        invs = quiet  # no fault found in this step: every MonitorFault check passes
     out = []
-    for inv in invariants:
+    for inv in invs:
         msg = inv.check(ctx)
         if msg is not None:
             out.append(Violation(inv.name, msg))
@@ -131,16 +146,14 @@ def check_all(component: str, ctx: StepContext) -> list[Violation]:
     """Every invariant of ``component`` on one step, in declaration order — except the
     ones of the state alone (``Invariant.per_state``) while :func:`state_checks_deferred` is in
     force (then :func:`check_state`)."""
-    if _DEFERRED.get():
-        return _run(_split(component)[1], ctx)
-    return _run(for_component(component), ctx)
+    return _run(_split(component)[2 if _DEFERRED.get() else 0], ctx)
 
 
 def check_state(component: str, ctx: StepContext, others: Sequence[Violation] = ()) -> list[Violation]:
     """``component``'s invariants of the state alone (``Invariant.per_state``) on the state a
     step reached; with ``others`` (what :func:`check_all` found on the same step while
     deferring), all of them in declaration order, as :func:`check_all` alone would list them."""
-    found = _run(_split(component)[0], ctx)
+    found = _run(_split(component)[1], ctx)
     if not found or not others:
         return [*others, *found]
     pos = _POSITION.get(component)

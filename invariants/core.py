@@ -48,6 +48,22 @@ class StepContext:
     pre: Any = None
 
 
+class MonitorFault:
+    """The check of a ``stream`` invariant that reports the fault its component's monitor found
+    in the step (``ctx.monitor.faults``, name -> message, emptied at every step). A step whose
+    monitor found no fault passes every such check, so ``invariants.check_all`` asks them only
+    when ``faults`` is not empty (the explorer runs millions of steps, almost all fault-free)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, ctx: StepContext) -> str | None:
+        msg: str | None = ctx.monitor.faults.get(self.name)
+        return msg
+
+
 @attrs.frozen
 class Invariant:
     name: str

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness, counts_of
+from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, counts_of
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted
 
@@ -88,10 +88,7 @@ class Before:
 
 
 def _fault(name: str) -> Any:
-    def check(ctx: StepContext) -> str | None:
-        return ctx.monitor.faults.get(name)  # type: ignore[no-any-return]
-
-    return check
+    return MonitorFault(name)
 
 
 def _capacity(ctx: StepContext) -> str | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness, counts_of
+from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, counts_of
 from kvmodel.model.blocks import (
     Deref,
     Destroy,
@@ -77,14 +77,18 @@ class KvMonitor:
             for b in signal.blocks:
                 self.held[b] += 1  # counts only grow: no zero to drop
         elif isinstance(signal, Deref | Destroy):
+            held = self.held  # no zero count is kept: a count reaching zero leaves
             for b in signal.blocks:
-                if self.held[b] > 0:
-                    self.held[b] -= 1
-            self.held = counts_of((b, n) for b, n in self.held.items() if n > 0)
+                n = held.get(b, 0)
+                if n > 1:
+                    held[b] = n - 1
+                elif n == 1:
+                    del held[b]
         elif isinstance(signal, Promote):
-            p = PartialBlock(signal.uuid)
-            self.held[FullBlock(signal.hash)] += self.held.pop(p, 0)
-            self.held = counts_of((b, n) for b, n in self.held.items() if n > 0)
+            moved = self.held.pop(PartialBlock(signal.uuid), 0)
+            if moved:
+                f = FullBlock(signal.hash)
+                self.held[f] = self.held.get(f, 0) + moved
 
     def _fault(self, name: str, msg: str) -> None:
         self.faults.setdefault(name, msg)
@@ -148,11 +152,7 @@ def _inactive_full_only(ctx: StepContext) -> str | None:
 
 
 def _fault(name: str) -> Any:
-    def check(ctx: StepContext) -> str | None:
-        mon: KvMonitor = ctx.monitor
-        return mon.faults.get(name)
-
-    return check
+    return MonitorFault(name)
 
 
 def _view_matches(ctx: StepContext) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness
+from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness
 from kvmodel.invariants.g1 import AnnouncedStream
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
@@ -109,10 +109,7 @@ class Before:
 
 
 def _fault(name: str) -> Any:
-    def check(ctx: StepContext) -> str | None:
-        return ctx.monitor.faults.get(name)  # type: ignore[no-any-return]
-
-    return check
+    return MonitorFault(name)
 
 
 def _kv(ctx: StepContext) -> Any:

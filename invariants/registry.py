@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, StepContext, Witness
+from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness
 from kvmodel.model.registry import BlockState, Publisher, PublishHandle, RegEvent, Registry
 
 C = "kvbm_block_registry"
@@ -71,11 +71,7 @@ class Before:
 
 
 def _fault(name: str) -> Any:
-    def check(c: StepContext) -> str | None:
-        msg: str | None = c.monitor.faults.get(name)
-        return msg
-
-    return check
+    return MonitorFault(name)
 
 
 def _holders(m: Registry, publications_only: bool = False) -> Counter[int]:

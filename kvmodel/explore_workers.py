@@ -95,7 +95,10 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
     sp, moves, fixed, symmetry = job["space"], job["moves"], job["fixed"], job["symmetry"]
     component, defer, ws, graph = job["component"], job["defer"], job["witnesses"], job["graph"]
     classes = job["classes"]
+    from kvmodel.explorer import guards_of  # (the explorer imports this module)
+
     allows, key = sp.allows, sp.key
+    guarded = guards_of(sp, moves)
     every = [(i, 1) for i in range(len(moves))]
     known: set[Any] = set()
     held: list[Any] = []  # the states kept in the last level, by their index in its records
@@ -121,7 +124,7 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
             recs: list[Record] = []
             for mi, weight in every if classes is None else classes(s, moves):
                 move = moves[mi]
-                if not allows(s, move):
+                if guarded[mi] and not allows(s, move):
                     recs.append((mi, weight, 0))
                     continue
                 op, decoded, args = sp.concrete(s, move) if fixed is None else fixed[mi]

@@ -58,6 +58,9 @@ class Space(Protocol):
     def move_kind(self, move: Any) -> str: ...
     def to_json(self) -> dict[str, int]: ...
 
+    # optional: ``guarded(move) -> bool``, false for a move ``allows`` admits in every state
+    # (the searches then skip its guard); ``state_free_moves``; ``move_classes(state, moves)``
+
 
 class NoSymmetry:
     """For spaces whose moves name fixed slots: the system's own key and orbits of one (a space
@@ -311,6 +314,13 @@ def _deep_size(obj: Any, seen: set[int] | None = None) -> int:
     return size
 
 
+def guards_of(sp: Space, moves: list[Any]) -> list[bool]:
+    """Per move, whether the space's guard can refuse it (``guarded``; every move when the space
+    does not say)."""
+    guarded = getattr(sp, "guarded", None)
+    return [True] * len(moves) if guarded is None else [bool(guarded(m)) for m in moves]
+
+
 def explore(
     config: dict[str, Any] | None = None,
     quirks: Iterable[str] = (),
@@ -371,6 +381,7 @@ def explore(
     every = [(i, 1) for i in range(len(moves))]
     kinds = [sp.move_kind(m) for m in moves]
     allows, key = sp.allows, sp.key
+    guarded = guards_of(sp, moves)
     # a space whose moves decode alike in every state (``state_free_moves``) decodes each once
     fixed = [sp.concrete(init, m) for m in moves] if getattr(sp, "state_free_moves", False) else None
     k0 = sp.key(init, symmetry)
@@ -446,20 +457,21 @@ def explore(
             k, s = queue.popleft()
             d = parent[k][2]
             ok_any = False
+            counted = run = 0
             for mi, weight in every if classes is None else classes(s, moves):
                 move = moves[mi]
                 kind = kinds[mi]
                 c = cov.get(kind)
                 if c is None:  # (``setdefault`` would build a Counter per move)
                     c = cov[kind] = Counter()
-                if not allows(s, move):
+                if guarded[mi] and not allows(s, move):
                     c["disabled"] += weight
                     continue
                 op, decoded, args = sp.concrete(s, move) if fixed is None else fixed[mi]
                 nxt = s.clone()
                 out = nxt.apply(op, decoded, args)
-                res.transitions += weight
-                res.transitions_run += 1
+                counted += weight
+                run += 1
                 if out.error is not None:
                     c["rejected"] += weight
                 else:
@@ -492,6 +504,8 @@ def explore(
                     parent[k2] = (k, mi, d + 1)
                     res.depth = max(res.depth, d + 1)
                     queue.append((k2, nxt))
+            res.transitions += counted
+            res.transitions_run += run
             if not ok_any:
                 res.deadlocks += 1
             if progress is not None and len(parent) % 5000 == 0:

@@ -9,6 +9,7 @@ equality matters). JSON forms follow the vector notation: ``{"F": hash}``,
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypeAlias
 
 import attrs
@@ -67,6 +68,13 @@ def blocks_from_json(obj: Any) -> tuple[UniqueBlock, ...]:
     if not isinstance(obj, list):
         raise InvalidInput(f"expected a list of blocks, got {obj!r}")
     return tuple(block_from_json(b) for b in obj)
+
+
+@functools.lru_cache(maxsize=1024)
+def block_text(b: UniqueBlock) -> str:
+    """The block's JSON as a rejection's message spells it (``{'F': 3}``), kept for the blocks met
+    most recently (a search rejects the same few blocks thousands of times)."""
+    return str(b.to_json())
 
 
 def check_block(b: object) -> UniqueBlock:

@@ -8,7 +8,7 @@ depending on Python class names.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class ModelError(Exception):
@@ -19,9 +19,19 @@ class ModelError(Exception):
 
     id: ClassVar[str] = "model error"
 
-    def __init__(self, detail: str = "") -> None:
-        self.detail = detail
-        super().__init__(f"{self.id}: {detail}" if detail else self.id)
+    # No ``__init__`` of its own: the built-in constructor keeps the detail as ``args[0]``, and
+    # the message is spelled only when read (a search raises and drops thousands of rejections).
+    @property
+    def detail(self) -> str:
+        d: str = self.args[0] if self.args else ""
+        return d
+
+    def __str__(self) -> str:
+        d = self.detail
+        return f"{self.id}: {d}" if d else self.id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
 
     def to_json(self) -> dict[str, str]:
         return {"id": self.id, "type": type(self).__name__, "detail": self.detail}
@@ -202,3 +212,6 @@ class NativePanic(ModelError):
         self.message = message
         setattr(self, "id", message)  # noqa: B010 -- per-instance id: the panic's message
         super().__init__(detail)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.detail))

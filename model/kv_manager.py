@@ -30,6 +30,7 @@ from kvmodel.model.blocks import (
     Store,
     UniqueBlock,
     Use,
+    block_text,
     check_block,
     check_blocks,
 )
@@ -168,30 +169,41 @@ class KvManager:
     # ------------------------------------------------------------------ process
 
     def process(self, signal: MoveBlock) -> bool:
-        """``KvManager::process``: apply one MoveBlock; false only when a Use runs out of space."""
+        """``KvManager::process``: apply one MoveBlock; false only when a Use runs out of space.
+
+        A Deref or Destroy that panics leaves no trace (rolled back) unless its quirk says the
+        real code's mutations before the panic stay (``deref_ignores_unknown`` skips instead of
+        panicking; ``destroy_mutates_before_panic``)."""
+        if isinstance(signal, Deref):
+            blocks = check_blocks(signal.blocks)
+            if "deref_ignores_unknown" in self.quirks:
+                self._deref(blocks)
+                return True
+            saved = self._save()
+            try:
+                self._deref(blocks)
+            except ModelError:
+                self._restore(saved)
+                raise
+            return True
+        if isinstance(signal, Destroy):
+            blocks = check_blocks(signal.blocks)
+            if "destroy_mutates_before_panic" in self.quirks:
+                self._destroy(blocks)
+                return True
+            saved = self._save()
+            try:
+                self._destroy(blocks)
+            except ModelError:
+                self._restore(saved)
+                raise
+            return True
         if isinstance(signal, Use):
             return self._use(check_blocks(signal.blocks))
-        if isinstance(signal, Destroy):
-            self._atomic_unless("destroy_mutates_before_panic", self._destroy, check_blocks(signal.blocks))
-            return True
-        if isinstance(signal, Deref):
-            self._atomic_unless("deref_ignores_unknown", self._deref, check_blocks(signal.blocks))
-            return True
         if isinstance(signal, Promote):
             self._promote(signal)
             return True
         raise InvalidInput(f"not a MoveBlock: {signal!r}")
-
-    def _atomic_unless(self, quirk: str, op: Any, blocks: tuple[UniqueBlock, ...]) -> None:
-        if quirk in self.quirks:
-            op(blocks)
-            return
-        saved = self._save()
-        try:
-            op(blocks)
-        except ModelError:
-            self._restore(saved)
-            raise
 
     # Use ---------------------------------------------------------------------------
 
@@ -209,13 +221,13 @@ class KvManager:
         * ``partial_parent_panic_after_mutation`` off: the "parent block cannot be
           partial" panic leaves no trace.
         """
-        lineage = not self.q("store_parent_last_hit")
+        lineage = "store_parent_last_hit" not in self.quirks
         if lineage:
             for b in blocks[:-1]:
                 if isinstance(b, PartialBlock):
                     raise PartialNotLast(f"{b.to_json()} in {[x.to_json() for x in blocks]}")
-        atomic_fail = not self.q("use_non_atomic")
-        atomic_panic = not self.q("partial_parent_panic_after_mutation")
+        atomic_fail = "use_non_atomic" not in self.quirks
+        atomic_panic = "partial_parent_panic_after_mutation" not in self.quirks
         saved = self._save() if (atomic_fail or atomic_panic) else None
         self._own()  # a Use changes the state at its first block
         try:
@@ -290,10 +302,10 @@ class KvManager:
         for b in reversed(blocks):
             rc = self.active.get(b)
             if rc is None:
-                raise DestroyNotActive(f"{b.to_json()} is not active")
+                raise DestroyNotActive(f"{block_text(b)} is not active")
             if self._shared:
                 self._own()
-            if rc > 1 and not self.q("destroy_ignores_refcount"):
+            if rc > 1 and "destroy_ignores_refcount" not in self.quirks:
                 self.active[b] = rc - 1
                 continue
             del self.active[b]
@@ -318,9 +330,9 @@ class KvManager:
         for b in reversed(blocks):
             rc = self.active.get(b)
             if rc is None:
-                if self.q("deref_ignores_unknown"):
+                if "deref_ignores_unknown" in self.quirks:
                     continue
-                raise DerefNotHeld(f"{b.to_json()} is not active")
+                raise DerefNotHeld(f"{block_text(b)} is not active")
             if rc == 0:
                 raise NegativeRefcount(f"{b.to_json()}")
             if self._shared:
@@ -329,7 +341,7 @@ class KvManager:
                 self.active[b] = rc - 1
                 continue
             del self.active[b]
-            if isinstance(b, PartialBlock) and not self.q("deref_caches_partial"):
+            if isinstance(b, PartialBlock) and "deref_caches_partial" not in self.quirks:
                 self.all_blocks.discard(b)
             else:
                 self.inactive.insert(b)
@@ -351,24 +363,24 @@ class KvManager:
         full = FullBlock(p.hash)
         if partial not in self.active:
             raise PromoteMissing(f"{partial.to_json()}. Block still exists: {str(partial in self.all_blocks).lower()}")
-        if not self.q("promote_parent_unchecked") and p.parent_hash is not None:
+        if "promote_parent_unchecked" not in self.quirks and p.parent_hash is not None:
             parent = FullBlock(p.parent_hash)
             if p.parent_hash == p.hash or parent not in self.all_blocks:
                 raise PromoteParentUnknown(f"parent {p.parent_hash} of {p.hash}")
         was_resident = full in self.all_blocks
         self._own()
         rc = self.active.pop(partial)
-        if full in self.active and not self.q("promote_overwrites_refcount"):
+        if full in self.active and "promote_overwrites_refcount" not in self.quirks:
             self.active[full] += rc
         else:
             self.active[full] = rc
-        if not self.q("promote_leaves_inactive_copy"):
+        if "promote_leaves_inactive_copy" not in self.quirks:
             self.inactive.remove(full)
         if partial not in self.all_blocks:
             raise PromoteNotResident(f"{partial.to_json()}")
         self.all_blocks.remove(partial)
         self.all_blocks.add(full)
-        if self.q("promote_always_stores") or not was_resident:
+        if "promote_always_stores" in self.quirks or not was_resident:
             self._send(Store((p.hash,), p.parent_hash))
 
     # ------------------------------------------------------------------ queries

@@ -99,6 +99,11 @@ class KvSpace:
         assert isinstance(s, KvManagerSystem)
         return self.enabled(s, move)
 
+    def guarded(self, move: Any) -> bool:
+        """Whether :meth:`allows` can refuse the move in some state: only a Use or a Promote can
+        pass the refcount bound (the explorer asks the guard of these alone)."""
+        return isinstance(move, Use | Promote)
+
     def key(self, s: System, symmetry: bool) -> bytes:
         assert isinstance(s, KvManagerSystem)
         return canonical(s, self, symmetry)
@@ -216,15 +221,18 @@ def _signature_bytes(s: KvManagerSystem, space: KvSpace) -> bytearray:
     if index is None:
         index = _INDEX[space] = {b: i for i, b in enumerate(space.blocks())}
     buf = bytearray(SIG_BYTES * n)
+    full = FullBlock
+    # a full block's id is its hash (read straight off it, without hashing the block); a partial's
+    # and any block outside the space are looked up (the lookup's KeyError is the assertion)
     try:
         for b, c in m.active.items():
-            buf[SIG_BYTES * index[b]] = c
+            buf[SIG_BYTES * (b.hash if type(b) is full and 0 <= b.hash < nf else index[b])] = c
         for i, b in enumerate(m.inactive.ordered(), 1):
-            buf[SIG_BYTES * index[b] + 1] = i
+            buf[SIG_BYTES * (b.hash if type(b) is full and 0 <= b.hash < nf else index[b]) + 1] = i
         for b in m.all_blocks:
-            buf[SIG_BYTES * index[b] + 2] = 1
+            buf[SIG_BYTES * (b.hash if type(b) is full and 0 <= b.hash < nf else index[b]) + 2] = 1
         for b, c in mon.held.items():
-            buf[SIG_BYTES * index[b] + 4] = c
+            buf[SIG_BYTES * (b.hash if type(b) is full and 0 <= b.hash < nf else index[b]) + 4] = c
     except KeyError as e:
         raise AssertionError(f"{e.args[0]} is not in the space") from None
     for h in mon.view:

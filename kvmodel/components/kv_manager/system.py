@@ -46,30 +46,36 @@ class KvManagerSystem(System):
         if action.op != op:
             raise InvalidInput(f"kv_manager: a {action.op} action applied as {op!r:.60}")
         m = self.model
-        pre = self._pre if self._pre is not None else self._before()
-        self._pre = None
-        result: Any = None
-        error: ModelError | None = None
+        pre = self._pre
+        if pre is None:
+            pre = self._before()
+        else:
+            self._pre = None
         try:
-            result = action.run(m)
+            result: Any = action.run(m)
+            error: ModelError | None = None
         except ModelError as e:
-            error = e
+            result, error = None, e
         events = m.drain_events()
         signal = action.signal if isinstance(action, Process) else None
-        self.monitor.observe(signal, result, error, events)
-        unchanged = False
-        if (error is not None or result is False) and not events:
-            # a rejected step: the monitor moved nothing (it counts references only for a step
-            # that succeeded, and saw no event); unchanged if the model's refcounts, residency
-            # and eviction order — what the key reads of it — are the Before's. A model still
-            # sharing its structures with a clone (``KvManager.clone``) has not changed them since
-            # the step began: every change copies them first, and a rollback to a saved state
-            # taken while shared brings back those very structures (``KvManager._restore``)
-            unchanged = m.shares_state() or (
-                m.active == pre.active and m.all_blocks == pre.all and m.inactive.ordered() == pre.order
+        mon = self.monitor
+        mon.observe(signal, result, error, events)
+        # a rejected step: the monitor moved nothing (it counts references only for a step that
+        # succeeded, and saw no event); unchanged if the model's refcounts, residency and
+        # eviction order — what the key reads of it — are the Before's. A model still sharing its
+        # structures with a clone (``KvManager.clone``) has not changed them since the step
+        # began: every change copies them first, and a rollback to a saved state taken while
+        # shared brings back those very structures (``KvManager._restore``)
+        unchanged = (
+            (error is not None or result is False)
+            and not events
+            and (
+                m.shares_state()
+                or (m.active == pre.active and m.all_blocks == pre.all and m.inactive.ordered() == pre.order)
             )
+        )
         # no pre-step key: the failed-operation invariant compares the Before with the model
-        ctx = StepContext(m, self.monitor, op, signal, result, error, events, None, pre)
+        ctx = StepContext(m, mon, op, signal, result, error, events, None, pre)
         return Outcome(
             op,
             args_json if args_json is not None else action.to_json(),
