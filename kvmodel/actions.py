@@ -209,7 +209,7 @@ class ActionSystem(System):
         try:
             out.result = action.run(self.model)
         except ModelError as e:
-            out.error = e
+            out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
         out.events = self.observe(action, out)
         ctx = StepContext(self.model, self.monitor, op, action, out.result, out.error, out.events, pre_key, pre)
         out.violations = check_all(self.component, ctx)

@@ -175,35 +175,27 @@ class KvManager:
         real code's mutations before the panic stay (``deref_ignores_unknown`` skips instead of
         panicking; ``destroy_mutates_before_panic``)."""
         if isinstance(signal, Deref):
-            blocks = check_blocks(signal.blocks)
-            if "deref_ignores_unknown" in self.quirks:
-                self._deref(blocks)
-                return True
-            saved = self._save()
-            try:
-                self._deref(blocks)
-            except ModelError:
-                self._restore(saved)
-                raise
-            return True
-        if isinstance(signal, Destroy):
-            blocks = check_blocks(signal.blocks)
-            if "destroy_mutates_before_panic" in self.quirks:
-                self._destroy(blocks)
-                return True
-            saved = self._save()
-            try:
-                self._destroy(blocks)
-            except ModelError:
-                self._restore(saved)
-                raise
-            return True
-        if isinstance(signal, Use):
+            quirk, op = "deref_ignores_unknown", self._deref
+        elif isinstance(signal, Destroy):
+            quirk, op = "destroy_mutates_before_panic", self._destroy
+        elif isinstance(signal, Use):
             return self._use(check_blocks(signal.blocks))
-        if isinstance(signal, Promote):
+        elif isinstance(signal, Promote):
             self._promote(signal)
             return True
-        raise InvalidInput(f"not a MoveBlock: {signal!r}")
+        else:
+            raise InvalidInput(f"not a MoveBlock: {signal!r}")
+        blocks = check_blocks(signal.blocks)
+        if quirk in self.quirks:
+            op(blocks)
+            return True
+        saved = self._save()
+        try:
+            op(blocks)
+        except ModelError:
+            self._restore(saved)
+            raise
+        return True
 
     # Use ---------------------------------------------------------------------------
 

@@ -376,7 +376,7 @@ class G1RequestSystem(System):
         try:
             out.result = action.perform(self)  # type: ignore[union-attr]
         except ModelError as e:
-            out.error = e
+            out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
             self.seqs, self.decodes, self.dest = saved[0], saved[1], saved[2]
             self._restore(saved[3])
         out.events = self._observe()

@@ -51,13 +51,16 @@ class KvManagerSystem(System):
             pre = self._before()
         else:
             self._pre = None
+        signal = action.signal if isinstance(action, Process) else None
         try:
-            result: Any = action.run(m)
+            # (``Process.run`` is ``process`` of its signal: called here without its frame)
+            result: Any = m.process(signal) if signal is not None else action.run(m)
             error: ModelError | None = None
         except ModelError as e:
-            result, error = None, e
+            # a rejection is a value of the step: without its traceback it holds no frame (this
+            # one's included), so it leaves no cycle for the garbage collector
+            result, error = None, e.with_traceback(None)
         events = m.drain_events()
-        signal = action.signal if isinstance(action, Process) else None
         mon = self.monitor
         mon.observe(signal, result, error, events)
         # a rejected step: the monitor moved nothing (it counts references only for a step that

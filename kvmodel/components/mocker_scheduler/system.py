@@ -133,7 +133,7 @@ class SchedulerSystem(System):
         try:
             out.result = action.perform(self, evs)  # type: ignore[union-attr]
         except ModelError as e:
-            out.error = e
+            out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
         out.events = list(evs)
         out.violations = self._observe(evs)
         return out

@@ -66,7 +66,7 @@ class RegistrySystem(System):
         try:
             out.result = action.run(m)
         except ModelError as e:
-            out.error = e
+            out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
         out.events = m.drain_events()
         m.messages.clear()  # the batches live on in the events (the model's list is for the vectors)
         self.monitor.observe(m, out.events)
