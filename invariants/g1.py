@@ -275,6 +275,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "first copy, Removed only with its last.",
         _announced_visible,
         witnesses=("g1.w.eviction", "g1.w.duplicate_copy"),
+        per_state=True,  # the announced counts (exact) and the hashes with a cached copy are in the key
     ),
     Invariant(
         "g1.failed_no_trace",

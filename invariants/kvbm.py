@@ -419,6 +419,9 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Every active block of a caching sequence is announced under the hash its requester uses.",
         _names_announced,
         witnesses=("kvbm.w.alias",),
+        # the active blocks, their shadows, the uncached hashes and whether the router's view
+        # holds a hash (the key folds counts above 2, never a count's sign) are all in the key
+        per_state=True,
     ),
     Invariant(
         "kvbm.announced_registered",
@@ -426,6 +429,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "stream",
         "Every announced hash names a registered block (the router's view is never stale).",
         _announced_registered,
+        per_state=True,  # the hashes the router's view holds and the shadows' names are in the key
     ),
     Invariant(
         "kvbm.atomic_failure",

@@ -267,6 +267,7 @@ class G1RequestSystem(System):
         self.dest: dict[int, Any] = {}
         self._pre: Any = None
         self._model_key: Any = None  # the manager's key, while the manager is as it was cloned
+        self._model_pre: Any = None  # ``_of_model()``, likewise
         # the request renamings that fix this state (``explorer.owner_stabilizer``), once its
         # canonical form was computed; a step drops them
         self.owner_stabilizer: tuple[tuple[int, ...], ...] | None = None
@@ -290,8 +291,15 @@ class G1RequestSystem(System):
         whatever of the subclass's own bookkeeping names it (a subclass extends this)."""
         del self.seqs[o]
 
-    def _before(self) -> Any:
-        """The component's record (its invariants' ``Before``) of what they need from before the step."""
+    def _of_model(self) -> Any:
+        """What the step's ``Before`` reads of the manager alone, before the step; ``None`` where
+        that is nothing or cheap. Read only: the clones of one state share it, as they share its
+        model key (the explorer clones a state once per move)."""
+        return None
+
+    def _before(self, of_model: Any) -> Any:
+        """The component's record (its invariants' ``Before``) of what they need from before the
+        step; ``of_model`` is :meth:`_of_model` of the manager as the step finds it."""
         raise NotImplementedError
 
     def _observe(self) -> list[Any]:
@@ -329,6 +337,9 @@ class G1RequestSystem(System):
         if self._model_key is None:
             self._model_key = self.model.key()
         c._model_key = self._model_key
+        if self._model_pre is None:
+            self._model_pre = self._of_model()
+        c._model_pre = self._model_pre
         self._copy_own(c)
         return c
 
@@ -362,8 +373,10 @@ class G1RequestSystem(System):
             raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
         pre_key = self._model_key if self._model_key is not None else self.model.key()
         self._model_key = None
+        of_model = self._model_pre if self._model_pre is not None else self._of_model()
+        self._model_pre = None
         self.owner_stabilizer = None
-        self._pre = pre = self._before()
+        self._pre = pre = self._before(of_model)
         out = Outcome(op, args_json if args_json is not None else action.to_json())
         seqs = dict(self.seqs)
         owner = getattr(action, "owner", None)

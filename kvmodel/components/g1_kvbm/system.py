@@ -155,11 +155,16 @@ class G1KvbmSystem(G1RequestSystem):
         self.holdings.pop(o, None)
         self.stalled.discard(o)
 
-    def _before(self) -> Before:
+    def _of_model(self) -> tuple[Any, Any, int]:
+        """The manager's parts, its inactive index's key and size (immutable values: the clones
+        of one state share them)."""
         from kvmodel.invariants.kvbm import _parts
 
         m = self.model.kvbm
-        return Before(_parts(m), m.sub.inactive.key(), len(m.sub.inactive))
+        return _parts(m), m.sub.inactive.key(), len(m.sub.inactive)
+
+    def _before(self, of_model: tuple[Any, Any, int]) -> Before:
+        return Before(*of_model)
 
     def _observe(self) -> list[Any]:
         for s in self.seqs.values():

@@ -98,7 +98,7 @@ class G1System(G1RequestSystem):
         super()._forget(o)
         self.computed.pop(o, None)
 
-    def _before(self) -> Before:
+    def _before(self, of_model: Any) -> Before:
         return Before(set(self.model.native.tables))
 
     def _observe(self) -> list[Any]:
