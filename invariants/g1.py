@@ -87,10 +87,6 @@ class Before:
     computed: dict[int, int] = attrs.field(factory=dict)
 
 
-def _fault(name: str) -> Any:
-    return MonitorFault(name)
-
-
 def _capacity(ctx: StepContext) -> str | None:
     p = ctx.model.native.pool
     if len(p.copies) + p.reserved > p.capacity or p.reserved < 0:
@@ -264,7 +260,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "Parent before child: every Stored names a parent whose Stored was published (and not Removed) before it.",
-        _fault("g1.stored_parent_announced"),
+        MonitorFault("g1.stored_parent_announced"),
         witnesses=("g1.w.stored_with_parent",),
     ),
     Invariant(

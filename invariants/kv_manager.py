@@ -151,10 +151,6 @@ def _inactive_full_only(ctx: StepContext) -> str | None:
 # --- stream invariants ----------------------------------------------------------------
 
 
-def _fault(name: str) -> Any:
-    return MonitorFault(name)
-
-
 def _view_matches(ctx: StepContext) -> str | None:
     m: KvManager = ctx.model
     mon: KvMonitor = ctx.monitor
@@ -278,7 +274,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "A Store's parent was Stored earlier and not Removed since (parent before child).",
-        _fault("kv.store_parent_stored"),
+        MonitorFault("kv.store_parent_stored"),
         witnesses=("kv.w.store_with_parent",),
     ),
     Invariant(
@@ -286,7 +282,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "A Store names only hashes that are not in the router's view already.",
-        _fault("kv.store_only_new"),
+        MonitorFault("kv.store_only_new"),
         witnesses=("kv.w.promote_known",),
     ),
     Invariant(
@@ -294,7 +290,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "A Remove names only hashes that were Stored and not Removed since.",
-        _fault("kv.remove_only_stored"),
+        MonitorFault("kv.remove_only_stored"),
         witnesses=("kv.w.eviction", "kv.w.destroy_removes"),
     ),
     Invariant(

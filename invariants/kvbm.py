@@ -108,10 +108,6 @@ class Before:
     dest_pins: Counter[Any] = attrs.field(factory=Counter)
 
 
-def _fault(name: str) -> Any:
-    return MonitorFault(name)
-
-
 def _kv(ctx: StepContext) -> Any:
     return ctx.model.kvbm
 
@@ -378,7 +374,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "Parent before child: every Stored names a parent that is announced when it arrives.",
-        _fault("kvbm.stored_parent_announced"),
+        MonitorFault("kvbm.stored_parent_announced"),
         witnesses=("kvbm.w.stored_with_parent",),
     ),
     Invariant(
@@ -386,7 +382,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "Stored before Removed per identity: a Removed names only announced hashes.",
-        _fault("kvbm.removed_only_announced"),
+        MonitorFault("kvbm.removed_only_announced"),
         witnesses=("kvbm.w.eviction",),
     ),
     Invariant(
@@ -394,14 +390,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "Published event ids run 0, 1, 2, … without gaps.",
-        _fault("kvbm.event_ids_consecutive"),
+        MonitorFault("kvbm.event_ids_consecutive"),
     ),
     Invariant(
         "kvbm.removed_before_stored",
         C,
         "stream",
         "Within one Use the Removed of evicted blocks precedes the Stored of the blocks that took their slots.",
-        _fault("kvbm.removed_before_stored"),
+        MonitorFault("kvbm.removed_before_stored"),
         witnesses=("kvbm.w.eviction",),
     ),
     Invariant(
@@ -409,7 +405,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "No event names a hash of a sequence with prefix caching off.",
-        _fault("kvbm.uncached_silent"),
+        MonitorFault("kvbm.uncached_silent"),
         witnesses=("kvbm.w.uncached_block",),
     ),
     Invariant(

@@ -70,10 +70,6 @@ class Before:
     post_key: Any = None
 
 
-def _fault(name: str) -> Any:
-    return MonitorFault(name)
-
-
 def _holders(m: Registry, publications_only: bool = False) -> Counter[int]:
     """Arcs per registration handle, counted from the values that hold them; with
     ``publications_only``, only pending publications (armed publish handles, publisher entries)."""
@@ -278,7 +274,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "Every Remove of a registration handle comes after its Register (§3.7 #3).",
-        _fault("reg.remove_after_register"),
+        MonitorFault("reg.remove_after_register"),
         witnesses=("reg.w.remove",),
     ),
     Invariant(
@@ -286,14 +282,14 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "A registration handle is Removed at most once.",
-        _fault("reg.one_remove_per_handle"),
+        MonitorFault("reg.one_remove_per_handle"),
     ),
     Invariant(
         "reg.register_at_most_once",
         C,
         "stream",
         "A registration handle is Registered at most once.",
-        _fault("reg.register_at_most_once"),
+        MonitorFault("reg.register_at_most_once"),
         witnesses=("reg.w.register",),
     ),
     Invariant(
@@ -301,7 +297,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "stream",
         "Every Register names a handle that a successful register_block created.",
-        _fault("reg.register_only_registered"),
+        MonitorFault("reg.register_only_registered"),
     ),
     Invariant(
         "reg.rejection_no_change",

@@ -116,9 +116,6 @@ class KvManager:
             "evictor": self.evictor_kind,
         }
 
-    def q(self, name: str) -> bool:
-        return name in self.quirks
-
     def clone(self) -> KvManager:
         """An independent copy. Copy-on-write: the copy shares the refcounts, the evictor and the
         resident set with this manager until either of them changes them (:meth:`_own`), so a copy

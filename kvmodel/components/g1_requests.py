@@ -266,8 +266,8 @@ class G1RequestSystem(System):
         self.decodes: list[Any] = []
         self.dest: dict[int, Any] = {}
         self._pre: Any = None
-        self._model_key: Any = None  # the manager's key, while the manager is as it was cloned
-        self._model_pre: Any = None  # ``_of_model()``, likewise
+        # the manager's key and ``_of_model()``, while the manager is as it was cloned
+        self._source: tuple[Any, Any] | None = None
         # the request renamings that fix this state (``explorer.owner_stabilizer``), once its
         # canonical form was computed; a step drops them
         self.owner_stabilizer: tuple[tuple[int, ...], ...] | None = None
@@ -332,14 +332,12 @@ class G1RequestSystem(System):
         c.dest = {k: v.copy() for k, v in self.dest.items()}
         c._pre = None
         c.owner_stabilizer = None
-        # the explorer clones one state once per move: the key its steps compare against is the
-        # source's, computed once (the manager changes only in ``apply``, which drops it)
-        if self._model_key is None:
-            self._model_key = self.model.key()
-        c._model_key = self._model_key
-        if self._model_pre is None:
-            self._model_pre = self._of_model()
-        c._model_pre = self._model_pre
+        # the explorer clones one state once per move: what its steps read of the manager before
+        # them is the source's, computed once (the manager changes only in ``apply``, which
+        # drops it)
+        if self._source is None:
+            self._source = (self.model.key(), self._of_model())
+        c._source = self._source
         self._copy_own(c)
         return c
 
@@ -371,10 +369,8 @@ class G1RequestSystem(System):
         action = decoded if isinstance(decoded, Action) else self.decode(op, decoded)
         if action.op != op:
             raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
-        pre_key = self._model_key if self._model_key is not None else self.model.key()
-        self._model_key = None
-        of_model = self._model_pre if self._model_pre is not None else self._of_model()
-        self._model_pre = None
+        pre_key, of_model = self._source if self._source is not None else (self.model.key(), self._of_model())
+        self._source = None
         self.owner_stabilizer = None
         self._pre = pre = self._before(of_model)
         out = Outcome(op, args_json if args_json is not None else action.to_json())
