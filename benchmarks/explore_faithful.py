@@ -7,8 +7,9 @@ at the same depths (the peer's set where it is complete; where it is bounded, wh
 its bound). Writes ``benchmarks/results/explore_faithful.json``.
 Usage: ``python benchmarks/explore_faithful.py``; ``--whole LABEL`` runs that world's peer to its
 end, with no state bound (the KV world of capacity 3 with 4 ids takes about five minutes), and
-writes ``benchmarks/results/explore_faithful_whole.json``: whether the faithful world is finite,
-and what its whole search costs.
+records it in ``benchmarks/results/explore_faithful_whole.json`` (one row per world, the others
+kept): whether the faithful world is finite, and what its whole search costs. ``--workers N``
+runs the peer on ``N`` worker processes (``kvmodel explore --workers``, the same search).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ WORLDS: list[tuple[str, list[str], int | None]] = [
     ("g1_native default world", ["--component", "g1_native"], None),
     ("g1_kvbm default world", ["--component", "g1_kvbm"], 20_000),
     ("g1_kvbm with the caching-disabled prompt (3 prompts)", ["--component", "g1_kvbm", "--prompts", "3"], 20_000),
+    ("g1_kvbm, one prompt", ["--component", "g1_kvbm", "--prompts", "1"], 20_000),
     ("kvbm_block_registry default world", ["--component", "registry"], None),
     ("lru_evictor_wallclock default world", ["--component", "lru_evictor_wallclock"], None),
 ]
@@ -50,6 +52,9 @@ def run(args: list[str]) -> dict[str, Any]:
         "complete": d["complete"],
         "stopped_early": d["stopped_early"],
         "peak_rss_mb": round(d["peak_rss_bytes"] / 2**20, 1),
+        "workers": d.get("workers", 1),
+        "workers_peak_rss_mb": [round(b / 2**20, 1) for b in d.get("workers_peak_rss_bytes") or []],
+        "concrete_states": d.get("concrete_states"),
         "depth": d["depth"],
         "violations": {k: v["depth"] for k, v in sorted(d["violations"].items())},
         "verdict": d["verdict"],
@@ -58,6 +63,9 @@ def run(args: list[str]) -> dict[str, Any]:
 
 def main() -> int:
     whole = sys.argv[sys.argv.index("--whole") + 1] if "--whole" in sys.argv else None
+    workers = sys.argv[sys.argv.index("--workers") + 1] if "--workers" in sys.argv else "1"
+    if whole is not None and whole not in [w[0] for w in WORLDS]:
+        raise SystemExit(f"--whole: no world labelled {whole!r}; the worlds: {[w[0] for w in WORLDS]}")
     rows = []
     for label, args, bound in WORLDS:
         if whole is not None:
@@ -65,7 +73,15 @@ def main() -> int:
                 continue
             bound = None
         early = run(args)
-        peer = run([*args, "--exhaustive", *(["--max-states", str(bound)] if bound else [])])
+        peer = run(
+            [
+                *args,
+                "--exhaustive",
+                *(["--max-states", str(bound)] if bound else ["--max-states", "50000000"]),
+                "--workers",
+                workers,
+            ]
+        )
         same = early["violations"] == peer["violations"] if peer["complete"] else None
         row = {
             "world": label,
@@ -88,7 +104,14 @@ def main() -> int:
         "benchmark": "kvmodel explore with quirks: stop once each breakable invariant is found, against --exhaustive",
         "worlds": rows,
     }
-    (OUT.with_name("explore_faithful_whole.json") if whole else OUT).write_text(json.dumps(doc, indent=2) + "\n")
+    if whole is not None:
+        out = OUT.with_name("explore_faithful_whole.json")
+        if out.exists():  # the other worlds' rows stay
+            kept = [r for r in json.loads(out.read_text()).get("worlds", []) if r.get("world") != whole]
+            doc["worlds"] = kept + rows
+        out.write_text(json.dumps(doc, indent=2) + "\n")
+    else:
+        OUT.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
 
