@@ -46,6 +46,16 @@ class StepContext:
     # the component's record of what its invariants read from before the step (its ``Before``
     # class: a typed field per fact, no string keys)
     pre: Any = None
+    # the model's key after the step, where the system already spelled it (else ``None``: an
+    # invariant that needs it spells it)
+    post_key: Any = None
+
+
+def post_key(ctx: StepContext) -> Any:
+    """The model's key after the step: the one the system spelled (``StepContext.post_key``), or
+    spelled now."""
+    k = ctx.post_key
+    return ctx.model.key() if k is None else k
 
 
 class MonitorFault:

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, counts_of
+from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, counts_of, post_key
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted
 
@@ -123,7 +123,7 @@ def _failed_no_trace(ctx: StepContext) -> str | None:
     failed = ctx.error is not None or isinstance(ctx.result, CapacityExhausted)
     if not failed:
         return None
-    if ctx.events or ctx.model.key() != ctx.pre_key:
+    if ctx.events or post_key(ctx) != ctx.pre_key:
         what = "rejected" if ctx.error is not None else "CapacityExhausted"
         return f"{ctx.op} {what} but changed the state or published {len(ctx.events)} event(s)"
     return None

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness
+from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, post_key
 from kvmodel.invariants.g1 import AnnouncedStream
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
@@ -262,7 +262,7 @@ def _eviction_order(ctx: StepContext) -> str | None:
 def _rejection(ctx: StepContext) -> str | None:
     if ctx.error is None:
         return None
-    if ctx.model.key() != ctx.pre_key or ctx.events:
+    if post_key(ctx) != ctx.pre_key or ctx.events:
         return f"the rejected {ctx.op} ({ctx.error}) changed the state or published {len(ctx.events)} event(s)"
     return None
 

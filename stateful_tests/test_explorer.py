@@ -555,6 +555,47 @@ def test_a_step_marked_unchanged_keeps_its_states_key(quirks: tuple[str, ...], p
         s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
 
 
+@pytest.mark.parametrize("component", ["g1_native", "g1_kvbm"])
+@pytest.mark.parametrize("faithful", [False, True], ids=["ideal", "faithful"])
+@given(picks=st.lists(st.integers(0, 10_000), max_size=12))
+def test_a_g1_step_marked_unchanged_keeps_its_states_key(component: str, faithful: bool, picks: list[int]) -> None:
+    """The same for the G1 systems (a rejection that left the manager, the stream, the
+    reservations and the request bookkeeping as they were): along random runs of the CLI's
+    default world with capacity 3 (reservations, destinations and malformed inputs included),
+    every step marked ``unchanged`` leads to a state with the source's key, canonical and plain,
+    and the mark is made (some rejection along the runs is marked)."""
+    comp = components.get(component)
+    sp = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": 2}))
+    s = sp.system({"max_capacity": 3}, [q.name for q in quirks_of(component)] if faithful else [])
+    moves = sp.moves()
+    for p in [*picks, None]:
+        enabled = [m for m in moves if sp.allows(s, m)]
+        for m in enabled:
+            nxt = s.clone()
+            out = nxt.apply(*sp.concrete(s, m))
+            if out.unchanged:
+                assert out.error is not None and not out.events
+                assert nxt.key() == s.key(), (m, out.error)
+                assert sp.key(nxt, True) == sp.key(s, True), (m, out.error)
+        if p is None or not enabled:
+            break
+        s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
+
+
+def test_a_rejected_g1_step_that_changed_nothing_is_marked_unchanged() -> None:
+    """The G1 mark is made: a malformed Use (a KVBM panic) and a Deref naming an unknown block
+    leave everything as it was and are ``unchanged``; a new request is not."""
+    comp = components.get("g1_kvbm")
+    sp = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": 2}))
+    s = sp.system({"max_capacity": 3}, [])
+    by = {repr(m): m for m in sp.moves()}
+    new = s.apply(*sp.concrete(s, by[next(k for k in by if k.startswith("NewRequest(owner=0"))])[:2])
+    assert new.error is None and not new.unchanged
+    s.apply(*sp.concrete(s, by["Allocate(owner=0)"])[:2])
+    marked = [k for k, m in by.items() if k.startswith("Bad") and s.clone().apply(*sp.concrete(s, m)).unchanged]
+    assert any(k.startswith("BadUse") for k in marked) and any(k.startswith("BadDeref") for k in marked), marked
+
+
 def test_a_rejected_step_that_changed_nothing_is_marked_unchanged() -> None:
     """The mark is made: a Deref of a block nobody holds (ideal: rejected, no trace) and a Use
     the full pool cannot take (false, rolled back) are ``unchanged``; a successful Use is not."""

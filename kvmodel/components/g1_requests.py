@@ -200,6 +200,10 @@ class G1Moves(ActionMoves):
         return a.owner in s.dest
 
 
+def _same(o: int) -> int:
+    return o
+
+
 _EVERY: dict[int, list[tuple[int, int]]] = {}
 # per (world, renaming of the requests): each move's index -> the index of the same move on the
 # renamed requests
@@ -309,6 +313,16 @@ class G1RequestSystem(System):
     def _after(self, pre: Any) -> None:
         """Add what the invariants need from after the step."""
 
+    def _reservations(self, owner: Callable[[int], int]) -> Any:
+        """The decode and destination reservations as the key spells them, request ``o`` named
+        ``owner(o)``."""
+        raise NotImplementedError
+
+    def _grows(self) -> Any:
+        """What of the subclass's own state a rejected step may change without restoring it
+        (``apply`` compares it before and after a rejection); ``None`` where nothing is."""
+        return None
+
     def owner_signature(self, o: int) -> tuple[Any, ...]:
         """What request ``o`` alone looks like (its tokens, caching, allocated tokens, whether it
         is a destination in transfer), without its id: the explorer's request symmetry orders
@@ -382,6 +396,10 @@ class G1RequestSystem(System):
             # a clone shares it, is left as it was
             self.seqs[owner] = seqs[owner].copy()
         saved = (seqs, list(self.decodes), dict(self.dest), self._bookkeeping())
+        # the reservations are restored by reference (a rejected step may have changed one in
+        # place) and the subclass's growing state not at all: both are compared after a rejection
+        held = self._reservations(_same) if self.decodes or self.dest else None
+        grows = self._grows()
         try:
             out.result = action.perform(self)  # type: ignore[union-attr]
         except ModelError as e:
@@ -391,6 +409,19 @@ class G1RequestSystem(System):
         out.events = self._observe()
         self._after(pre)
         ctx = StepContext(self.model, self.monitor, op, action, out.result, out.error, out.events, pre_key, pre)
+        if out.error is not None or isinstance(out.result, CapacityExhausted):
+            # the step invariants of a failed step compare the manager's key with the one before
+            post = ctx.post_key = self.model.key()
+            # a rejection restored the requests' bookkeeping: if the manager, the stream (no
+            # event), the reservations and the subclass's growing state are as they were, the
+            # system's key is the source's (the explorer then does not spell it again)
+            out.unchanged = (
+                out.error is not None
+                and not out.events
+                and post == pre_key
+                and ((not self.decodes and not self.dest) if held is None else (self._reservations(_same) == held))
+                and self._grows() == grows
+            )
         out.violations = check_all(self.component, ctx)
         out.ctx = ctx
         return out

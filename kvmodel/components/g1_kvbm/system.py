@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from kvmodel.components.g1_kvbm.actions import ACTIONS
@@ -213,9 +213,17 @@ class G1KvbmSystem(G1RequestSystem):
                 for o, s in self.seqs.items()
             )
         )
-        res = (
+        res = self._reservations(owner)
+        model = self.model.arm.key(owner, uuid) if perm else self.model.key()
+        return (model, self.monitor.key(), reqs, res, tuple(sorted(self.uncached)))
+
+    def _reservations(self, owner: Callable[[int], int]) -> Any:
+        return (
             tuple(tuple(r.slots) for r in self.decodes),
             tuple(sorted((owner(o), tuple(r.pinned), tuple(r.unpublished), r.live) for o, r in self.dest.items())),
         )
-        model = self.model.arm.key(owner, uuid) if perm else self.model.key()
-        return (model, self.monitor.key(), reqs, res, tuple(sorted(self.uncached)))
+
+    def _grows(self) -> int:
+        """The hashes of caching-disabled sequences only ever grow (``_observe``): their count
+        tells whether a step added one."""
+        return len(self.uncached)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from kvmodel.components.g1_native.actions import ACTIONS
@@ -144,8 +144,11 @@ class G1System(G1RequestSystem):
                 for o, s in self.seqs.items()
             )
         )
-        res = (
+        res = self._reservations(owner)
+        return (self.model.arm.key(owner, uuid) if perm else self.model.key(), self.monitor.key(), reqs, res)
+
+    def _reservations(self, owner: Callable[[int], int]) -> Any:
+        return (
             tuple((len(r.pool.prefix), r.pool.fresh) for r in self.decodes),
             tuple(sorted((owner(o), tuple(h for h, _ in r.pool.prefix), r.pool.fresh) for o, r in self.dest.items())),
         )
-        return (self.model.arm.key(owner, uuid) if perm else self.model.key(), self.monitor.key(), reqs, res)
