@@ -66,8 +66,20 @@ def _cell(cls: str, key: str, label: str, hot: set[str]) -> str:
 def _kv(state: dict[str, Any], cap: int, hot: set[str]) -> list[str]:
     cells = [_cell("active", _blk(b), f"{_blk(b)}×{rc}", hot) for b, rc in state["active"]]
     cells += [_cell("inactive", _blk(b), f"{_blk(b)} #{i + 1}", hot) for i, b in enumerate(state["inactive"])]
-    cells += [_cell("free", "", "free", set())] * max(0, cap - len(cells))
-    return cells
+    return cells + _free(cap - len(cells), "free")
+
+
+# at most this many cells of one kind of empty slot are drawn (a capacity is a number in the trace)
+MAX_EMPTY_CELLS = 64
+
+
+def _free(n: int, label: str) -> list[str]:
+    """``n`` empty slots: one cell each, or (more than ``MAX_EMPTY_CELLS``) one cell counting them."""
+    if n <= 0:
+        return []
+    if n > MAX_EMPTY_CELLS:
+        return [_cell("free", "", f"{label} ×{n}", set())]
+    return [_cell("free", "", label, set())] * n
 
 
 def _g1_native(state: dict[str, Any], hot: set[str]) -> list[str]:
@@ -83,9 +95,8 @@ def _g1_native(state: dict[str, Any], hot: set[str]) -> list[str]:
             cells.append(_cell("active", key, f"{short}×{c['refs']}" + (f"+{c['pins']}p" if c["pins"] else ""), hot))
         else:
             cells.append(_cell("inactive", key, f"{short} #{lru.get(c['hash'], 0) + 1}", hot))
-    cells += [_cell("free", "", "reserved", set())] * int(pool.get("reserved", 0))
-    cells += [_cell("free", "", "free", set())] * max(0, int(pool["capacity"]) - len(cells))
-    return cells
+    copies, reserved = len(cells), int(pool.get("reserved", 0))
+    return cells + _free(reserved, "reserved") + _free(int(pool["capacity"]) - copies - reserved, "free")
 
 
 def _g1_kvbm(state: dict[str, Any], hot: set[str]) -> list[str]:
@@ -120,9 +131,21 @@ def _registry(state: dict[str, Any], hot: set[str]) -> list[tuple[str, list[str]
     return rows
 
 
-def _rows(state: Any, config: dict[str, Any], hot: set[str]) -> list[tuple[str, list[str]]]:
+def _rows(state: Any, config: Any, hot: set[str]) -> list[tuple[str, list[str]]]:
+    """The rows of one recorded state; a state (or configuration) of another shape than the
+    model records — a hand-edited or damaged trace — is drawn as one row saying so, as the
+    terminal view shows such values as they are (``show._UNREADABLE``)."""
+    from kvmodel.show import _UNREADABLE
+
     if not isinstance(state, dict):
         return []
+    try:
+        return _drawn(state, config if isinstance(config, dict) else {}, hot)
+    except (*_UNREADABLE, OverflowError):
+        return [("state", [_cell("dead", "", "the recorded state has an unexpected shape", set())])]
+
+
+def _drawn(state: dict[str, Any], config: dict[str, Any], hot: set[str]) -> list[tuple[str, list[str]]]:
     if "active" in state and "inactive" in state and "all_blocks" in state:
         return [("pool", _kv(state, int(config.get("max_capacity", 0)), hot))]
     if "pool" in state and "tables" in state:

@@ -88,6 +88,29 @@ def _trace() -> dict[str, Any]:
     return traces.record("kv_manager", {"max_capacity": 2}, ["promote_leaves_inactive_copy"], ops)
 
 
+def _run_of(component: str, n: int = 8) -> dict[str, Any]:
+    """A trace of ``n`` steps of ``component``'s explorer world (a fixed walk over its enabled
+    moves): a valid trace whose recorded states have that component's shape."""
+    from kvmodel import components
+
+    sp = components.get(component).explore_space(components.World({}, {}))
+    s = sp.system({}, [])
+    ops: list[tuple[str, Any]] = []
+    moves = sp.moves()
+    for i in range(n):
+        enabled = [m for m in moves if sp.allows(s, m)]
+        if not enabled:
+            break
+        op, decoded, args = sp.concrete(s, enabled[(7 * i) % len(enabled)])
+        s.apply(op, decoded, args)
+        ops.append((op, args))
+    return traces.record(component, dict(s.config), [], ops)
+
+
+# the traces the HTML page draws differently (``pictures._rows``): one per kind of pool
+_DRAWN = ("g1_native", "g1_kvbm", "kvbm_block_registry", "lru_evictor_counter")
+
+
 def _paths(x: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     out = [path]
     if isinstance(x, dict):
@@ -191,6 +214,57 @@ def test_malformed_traces_never_crash(tmp_path_factory: Any, doc: Any, cmd: str)
     }[cmd]
     rc, _, err = run_cli(argv)
     assert_clean(argv, rc, err)
+
+
+@budget(120)
+@given(
+    data=st.data(),
+    component=st.sampled_from(_DRAWN),
+    cmd=st.sampled_from(["show", "show-html", "replay", "replay-json"]),
+)
+def test_malformed_traces_of_every_pool_never_crash(tmp_path_factory: Any, data: Any, component: str, cmd: str) -> None:
+    """The same for a trace of each other component whose states the page draws (the G1 pools,
+    the registry, the LRU order): a damaged recorded state is shown as it is, a damaged step is
+    replayed to a verdict or refused in one line, never a traceback."""
+    doc = data.draw(mutated(_BASES[component]))
+    tmp = tmp_path_factory.mktemp("t")
+    f = _write(tmp, "t.json", doc)
+    argv = {
+        "show": ["show", str(f)],
+        "show-html": ["show", str(f), "--html", str(tmp / "p.html")],
+        "replay": ["replay", str(f)],
+        "replay-json": ["replay", str(f), "--json"],
+    }[cmd]
+    rc, _, err = run_cli(argv)
+    assert_clean(argv, rc, err)
+
+
+_BASES = {c: _run_of(c) for c in _DRAWN}
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [
+        (("steps", 1, "observe", "state", "inactive"), None),
+        (("config", "max_capacity"), None),
+        (("config", "max_capacity"), 10**12),
+        (("config", "max_capacity"), 2**70),
+    ],
+    ids=["state-not-a-list", "capacity-null", "capacity-10e12", "capacity-2e70"],
+)
+def test_show_html_draws_a_damaged_trace_in_bounded_space(tmp_path: Path, where: tuple[Any, ...], value: Any) -> None:
+    """Regressions (the deep fuzz profile): a recorded state whose inactive list is null and a
+    capacity that is null or huge crashed the page's pool drawing (or would allocate a cell per
+    slot); now the page is written, its size bounded, and the state shown as it is."""
+    doc = json.loads(json.dumps(_trace()))
+    node: Any = doc
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = value
+    f = _write(tmp_path, "t.json", doc)
+    rc, _, err = run_cli(["show", str(f), "--html", str(tmp_path / "p.html")])
+    assert_clean(["show"], rc, err)
+    assert rc == 0 and (tmp_path / "p.html").stat().st_size < 200_000
 
 
 def _vectors() -> dict[str, Any]:
