@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.model.errors import InvalidInput
+from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.systems import make_system
 
 FORMAT = "kvmodel-trace/1"
@@ -218,6 +218,8 @@ def replay(trace: dict[str, Any], *, source: str = "trace", keep_going: bool = F
         sys_ = make_system(trace["component"], trace.get("config", {}), trace.get("quirks", []))
     except (InvalidInput, ValueError) as e:
         raise TraceError(f"{source}: {e}") from None
+    except ModelError as e:  # the real constructor panics on this configuration (block_size 0)
+        raise TraceError(f"{source}: config: the {trace['component']} constructor rejects it: {e}") from None
     rev = trace.get("revision")
     if rev is not None:
         from kvmodel.model.quirks import REVISIONS

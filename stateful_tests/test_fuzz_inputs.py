@@ -267,6 +267,23 @@ def test_show_html_draws_a_damaged_trace_in_bounded_space(tmp_path: Path, where:
     assert rc == 0 and (tmp_path / "p.html").stat().st_size < 200_000
 
 
+@pytest.mark.parametrize("component", _DRAWN)
+def test_a_config_the_constructor_panics_on_is_a_malformed_trace(tmp_path: Path, component: str) -> None:
+    """Regression (a randomised fuzz run): a trace whose configuration makes the real
+    constructor panic (the native backend's ``block_size must be > 0``) escaped ``replay`` as a
+    traceback; every such configuration value is now refused in one line naming the file."""
+    base = _BASES[component]
+    for k in base["config"]:
+        for bad in (0, -1, None, "x", 1.5, 10**30):
+            doc = json.loads(json.dumps(base))
+            doc["config"][k] = bad
+            f = _write(tmp_path, "t.json", doc)
+            argv = ["replay", str(f)]
+            rc, _, err = run_cli(argv)
+            assert_clean(argv, rc, err)
+            assert rc != 2 or str(f) in err, (k, bad, err)
+
+
 def _vectors() -> dict[str, Any]:
     return {
         "vectors": [
