@@ -270,8 +270,9 @@ class G1RequestSystem(System):
         self.decodes: list[Any] = []
         self.dest: dict[int, Any] = {}
         self._pre: Any = None
-        # the manager's key and ``_of_model()``, while the manager is as it was cloned
-        self._source: tuple[Any, Any] | None = None
+        # the manager's key, ``_of_model()`` and the reservations' key (``None`` without one),
+        # while the system is as it was cloned
+        self._source: tuple[Any, Any, Any] | None = None
         # the request renamings that fix this state (``explorer.owner_stabilizer``), once its
         # canonical form was computed; a step drops them
         self.owner_stabilizer: tuple[tuple[int, ...], ...] | None = None
@@ -318,6 +319,10 @@ class G1RequestSystem(System):
         ``owner(o)``."""
         raise NotImplementedError
 
+    def _held(self) -> Any:
+        """The reservations' key, or ``None`` when there is none (most states)."""
+        return self._reservations(_same) if self.decodes or self.dest else None
+
     def _grows(self) -> Any:
         """What of the subclass's own state a rejected step may change without restoring it
         (``apply`` compares it before and after a rejection); ``None`` where nothing is."""
@@ -350,7 +355,7 @@ class G1RequestSystem(System):
         # them is the source's, computed once (the manager changes only in ``apply``, which
         # drops it)
         if self._source is None:
-            self._source = (self.model.key(), self._of_model())
+            self._source = (self.model.key(), self._of_model(), self._held())
         c._source = self._source
         self._copy_own(c)
         return c
@@ -383,7 +388,11 @@ class G1RequestSystem(System):
         action = decoded if isinstance(decoded, Action) else self.decode(op, decoded)
         if action.op != op:
             raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
-        pre_key, of_model = self._source if self._source is not None else (self.model.key(), self._of_model())
+        # the reservations are restored by reference (a rejected step may have changed one in
+        # place) and the subclass's growing state not at all: both are compared after a rejection
+        pre_key, of_model, held = (
+            self._source if self._source is not None else (self.model.key(), self._of_model(), self._held())
+        )
         self._source = None
         self.owner_stabilizer = None
         self._pre = pre = self._before(of_model)
@@ -396,9 +405,6 @@ class G1RequestSystem(System):
             # a clone shares it, is left as it was
             self.seqs[owner] = seqs[owner].copy()
         saved = (seqs, list(self.decodes), dict(self.dest), self._bookkeeping())
-        # the reservations are restored by reference (a rejected step may have changed one in
-        # place) and the subclass's growing state not at all: both are compared after a rejection
-        held = self._reservations(_same) if self.decodes or self.dest else None
         grows = self._grows()
         try:
             out.result = action.perform(self)  # type: ignore[union-attr]
@@ -419,7 +425,7 @@ class G1RequestSystem(System):
                 out.error is not None
                 and not out.events
                 and post == pre_key
-                and ((not self.decodes and not self.dest) if held is None else (self._reservations(_same) == held))
+                and self._held() == held
                 and self._grows() == grows
             )
         out.violations = check_all(self.component, ctx)

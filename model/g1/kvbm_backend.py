@@ -49,7 +49,7 @@ from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
 from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.kvbm_logical import EVICTION_BACKENDS, Index, KvbmPanic, Substrate
-from kvmodel.model.g1.sequence import PLH, G1Deref, G1Promote, G1Signal, G1Use
+from kvmodel.model.g1.sequence import PLH, G1Deref, G1Promote, G1Signal, G1Use, plh_order
 from kvmodel.model.g1.vllm_backend import Published
 from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 
@@ -127,8 +127,8 @@ class _Unwind(Exception):
         self.panic, self.release = panic, release
 
 
-def _plh_text(item: tuple[PLH, Shadow]) -> str:
-    return repr(item[0])
+def _by_plh(item: tuple[PLH, Any]) -> tuple[int, int, int, int]:
+    return plh_order(item[0])
 
 
 def _renamed(d: dict[str, Any], uuid: Callable[[str], str]) -> list[tuple[str, Any]]:
@@ -833,9 +833,7 @@ class KvbmKvManager:
             tuple((h, e.block, e.plh, e.refs) for h, e in sorted(self.active_full.items())),
             tuple(
                 (p, s.seq_hash, s.block_id, s.parent_hash, s.cacheable, tuple(s.aliases))
-                # ordered by the PLH's text (distinct PLHs, distinct texts: the order of the
-                # pairs' texts, without spelling each Shadow)
-                for p, s in sorted(self.registered.items(), key=_plh_text)
+                for p, s in sorted(self.registered.items(), key=_by_plh)
             ),
         )
 

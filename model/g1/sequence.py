@@ -27,6 +27,13 @@ from kvmodel.model.hashing import DEFAULT_SALT, chain_hash, local_block_hashes
 PLH = tuple[int, int | None, int]  # (sequence hash, parent sequence hash, position)
 
 
+def plh_order(plh: PLH) -> tuple[int, int, int, int]:
+    """A total order of PLHs for the keys (a parent may be ``None``, which does not compare with
+    an integer): by sequence hash, then no parent before a parent, then parent, then position."""
+    parent = plh[1]
+    return (plh[0], 0, 0, plh[2]) if parent is None else (plh[0], 1, parent, plh[2])
+
+
 @attrs.frozen
 class G1Use:
     blocks: tuple[UniqueBlock, ...]
