@@ -314,6 +314,22 @@ def test_malformed_vector_files_never_crash(tmp_path_factory: Any, doc: Any) -> 
     assert_clean(["vectors", str(f)], rc, err)
 
 
+# Dynamo's unit tests as vectors (the shared file's copy): one vector of each, to damage
+_DYNAMO = json.loads((Path(__file__).parent / "vectors" / "dynamo-test-vectors.json").read_text())["vectors"]
+
+
+@budget(120)
+@given(data=st.data(), i=st.integers(0, len(_DYNAMO) - 1))
+def test_damaged_dynamo_vectors_never_crash(tmp_path_factory: Any, data: Any, i: int) -> None:
+    """Each of Dynamo's own tests as a vector (every component, constructor and notation the
+    vectors use), with a few nodes replaced, deleted or wrapped: a verdict per vector or one line
+    naming the file, never a traceback."""
+    doc = data.draw(mutated({"vectors": [_DYNAMO[i]]}))
+    f = _write(tmp_path_factory.mktemp("v"), "v.json", doc)
+    rc, _, err = run_cli(["vectors", str(f)])
+    assert_clean(["vectors", str(f)], rc, err)
+
+
 BAD = ["0", "-1", "1e9", "inf", "nan", "", "x", str(2**70), "1000000000"]
 NUMERIC = {
     "check": ["--max-examples", "--steps"],
