@@ -86,13 +86,15 @@ def _kvbm_quirk_sets() -> list[list[str]]:
     return [[], *([q] for q in sorted(faithful("g1_kvbm")))]
 
 
+@pytest.mark.parametrize("prompts", [2, 3], ids=["cached", "with-uncached"])
 @pytest.mark.parametrize("quirks", _kvbm_quirk_sets(), ids=lambda q: q[0] if q else "ideal")
-def test_request_symmetry_is_sound_in_a_kvbm_world_that_keeps_it(quirks: list[str]) -> None:
-    """KVBM, two requests over two cached prompts (no seeded hashes): the request-symmetric search
-    stands for exactly the unreduced one, with the same invariants at the same depths."""
+def test_request_symmetry_is_sound_in_a_kvbm_world_that_keeps_it(quirks: list[str], prompts: int) -> None:
+    """KVBM, two requests over two cached prompts (no seeded hashes), and over those and the
+    caching-disabled one (its random hashes renamed with their request): the request-symmetric
+    search stands for exactly the unreduced one, with the same invariants at the same depths."""
     comp = components.get("g1_kvbm")
-    sp = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 0, "decode": 0, "owners": 2}))
-    assert sp.symmetric()  # type: ignore[attr-defined]
+    sp = comp.explore_space(components.World({}, {"prompts": prompts, "pushes": 0, "decode": 0, "owners": 2}))
+    assert sp.symmetric(sp.system({"max_capacity": 2}, quirks))  # type: ignore[attr-defined]
     red = explorer.explore({"max_capacity": 2}, quirks, sp)
     full = explorer.explore({"max_capacity": 2}, quirks, sp, symmetry=False)
     assert full.complete and red.complete
@@ -168,6 +170,28 @@ def test_the_recorded_request_stabiliser_is_every_renaming_that_fixes_the_state(
         op, decoded, args = sp.concrete(s, rng.choice(ok))
         s.apply(op, decoded, args)
         assert s.owner_stabilizer is None  # type: ignore[attr-defined]
+
+
+def test_request_renaming_renames_a_caching_disabled_requests_hashes() -> None:
+    """KVBM with the caching-disabled prompt: request 0 holding it and request 1 holding it are
+    mirror states (their random hashes differ: each request's generator is seeded with its
+    name), and the canonical form is the same for both; where a longer sequence would draw PLH
+    fragments that differ between requests, renaming is no symmetry and the world says so."""
+    comp = components.get("g1_kvbm")
+    sp = comp.explore_space(components.World({}, {"prompts": 3, "pushes": 1, "decode": 0, "owners": 2}))
+    a = sp.system({}, [])
+    b = sp.system({}, [])
+    for s, first in ((a, 0), (b, 1)):
+        s.step("new_request", {"owner": first, "tokens": [9, 10], "caching": False})
+        s.step("allocate", {"owner": first})
+        s.step("new_request", {"owner": 1 - first, "tokens": [1, 2, 3, 4], "caching": True})
+    assert a.key() != b.key()
+    assert a.key_under((1, 0)) == b.key()  # type: ignore[attr-defined]
+    assert sp.key(a, True) == sp.key(b, True)
+    assert sp.orbit(sp.key(a, True)) == 2
+    longer = comp.explore_space(components.World({}, {"prompts": 3, "pushes": 2, "decode": 0, "owners": 2}))
+    assert not longer.symmetric(longer.system({}, []))  # type: ignore[attr-defined]
+    assert longer.orbit(longer.key(longer.system({}, []), True)) == 1
 
 
 def test_request_renaming_renames_the_partials_a_request_minted() -> None:

@@ -45,18 +45,22 @@ def renaming(perm: tuple[int, ...] | None) -> tuple[Callable[[int], int], Callab
     return (lambda o: p[o]), uuid
 
 
-def _block_text(b: Any, uuid: Callable[[str], str]) -> str:
+def _block_text(b: Any, uuid: Callable[[str], str], hashes: dict[int, int] | None = None) -> str:
     t = type(b)
     if t is FullBlock:
-        return f"FullBlock(hash={b.hash!r})"  # repr(b), without attrs' generic repr
+        h = b.hash if hashes is None else hashes.get(b.hash, b.hash)
+        return f"FullBlock(hash={h!r})"  # repr(b), without attrs' generic repr
     if t is PartialBlock:
         return f"PartialBlock(uuid={uuid(b.uuid)!r})"
     return repr(b)
 
 
-def renamed_blocks(blocks: Iterable[Any], uuid: Callable[[str], str]) -> tuple[str, ...]:
-    """The blocks' reprs (as the systems' keys hold them), partial names renamed by ``uuid``."""
-    return tuple(_block_text(b, uuid) for b in blocks)
+def renamed_blocks(
+    blocks: Iterable[Any], uuid: Callable[[str], str], hashes: dict[int, int] | None = None
+) -> tuple[str, ...]:
+    """The blocks' reprs (as the systems' keys hold them), partial names renamed by ``uuid`` and
+    the hashes ``hashes`` maps renamed."""
+    return tuple(_block_text(b, uuid, hashes) for b in blocks)
 
 
 class G1Action(Action):
@@ -135,8 +139,9 @@ class G1Moves(ActionMoves):
     # once (its outcomes' JSON is the explorer's own and never leaves it)
     state_free_moves = True
 
-    def symmetric(self) -> bool:
-        """Whether requests are interchangeable in the world (``KvbmSpace`` says when not)."""
+    def symmetric(self, s: Any = None) -> bool:
+        """Whether requests are interchangeable in the world (of the system ``s``, where given:
+        ``KvbmSpace`` says when not)."""
         return True
 
     def move_classes(self, s: System, moves: list[Any]) -> list[tuple[int, int]]:
@@ -155,7 +160,7 @@ class G1Moves(ActionMoves):
         from kvmodel.explorer import owner_stabilizer
 
         n = len(moves)
-        fixing = owner_stabilizer(s, self.owners) if self.symmetric() else ()  # type: ignore[attr-defined]
+        fixing = owner_stabilizer(s, self.owners) if self.symmetric(s) else ()  # type: ignore[attr-defined]
         if not fixing:
             return _every(n)
         tables = [_renamed_moves(self, moves, perm) for perm in fixing]

@@ -160,11 +160,15 @@ class KvbmArm(_Arm):
         return KvbmArm(self.m.clone())
 
     def key(
-        self, owner: Callable[[int], int] | None = None, uuid: Callable[[str], str] | None = None
+        self,
+        owner: Callable[[int], int] | None = None,
+        uuid: Callable[[str], str] | None = None,
+        hashes: dict[int, int] | None = None,
     ) -> tuple[Any, ...]:
-        """The manager's key; with ``uuid``, its partial names renamed (the KVBM backend keeps no
-        request ids: ``owner`` is unused)."""
-        return tuple(self.m.key(uuid))
+        """The manager's key; with ``uuid`` and ``hashes``, its partial names and the sequence
+        hashes ``hashes`` maps renamed (the KVBM backend keeps no request ids: ``owner`` is
+        unused)."""
+        return tuple(self.m.key(uuid, hashes))
 
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
         return self.m.process(sig)

@@ -62,17 +62,55 @@ class KvbmSpace(G1Moves, NoSymmetry):
     def to_json(self) -> dict[str, int]:
         return {k: int(v) for k, v in attrs.asdict(self).items()}
 
-    def symmetric(self) -> bool:
-        """Whether requests are interchangeable in this world: not when it holds the
-        caching-disabled prompt, whose sequence and PLH hashes are drawn from a generator seeded
-        with the sequence's name (``model/g1/sequence.py``), so renaming a request changes them."""
-        return all(c for _, c in KVBM_PROMPTS[: self.prompts])
+    def symmetric(self, s: Any = None) -> bool:
+        """Whether requests are interchangeable in this world (of the system ``s``: its
+        configuration decides the hashes). Always where every prompt caches. The
+        caching-disabled prompt's sequence and PLH hashes are drawn from a generator seeded with
+        the sequence's name (``model/g1/sequence.py``), so renaming a request renames its draws:
+        interchangeable where :meth:`hash_renaming` finds that renaming to be a symmetry."""
+        if all(c for _, c in KVBM_PROMPTS[: self.prompts]):
+            return True
+        if s is None:
+            s = self.system({}, ())
+        return getattr(s, "hash_renaming", None) is not None
+
+    def hash_renaming(self, s: Any) -> Any:
+        """The table of the requests' caching-disabled draws (``system.HashRenaming``) where
+        renaming the requests, their draws with them, is a symmetry of this world; ``None``
+        where it is not, or where no prompt is caching-disabled.
+
+        Request ``o``'s caching-disabled sequence (named ``r<o>``) draws, per full block, a
+        sequence hash and a PLH fragment; a request holds at most the longest such prompt plus
+        ``pushes`` tokens. Renaming request ``o`` to ``p`` maps ``o``'s sequence hashes onto
+        ``p``'s, block by block, in every place the state holds a hash. That is a bijection
+        that leaves everything else as it is when every request draws the same PLHs (the PLH
+        fragments are not renamed: with ``plh_fragments`` 2 the first blocks' fragments agree
+        for requests 0-2) and no drawn hash equals another drawn one or a caching prompt's;
+        and the model treats hashes alike (no behaviour reads a hash's value but to compare it
+        with another: the search with symmetry is compared with the one without in the tests)."""
+        free = [list(t) for t, c in KVBM_PROMPTS[: self.prompts] if not c]
+        if not free:
+            return None
+        from kvmodel.components.g1_kvbm.system import HashRenaming
+
+        longest = max(len(t) for t in free) + self.pushes
+        drawn = [s.sequence_hashes(o, [6] * longest, False) for o in range(self.owners)]
+        if any(plhs != drawn[0][1] for _, plhs in drawn):
+            return None
+        flat = [h for hs, _ in drawn for h in hs]
+        cached: set[int] = set()
+        for t, c in KVBM_PROMPTS[: self.prompts]:
+            if c:
+                cached.update(s.sequence_hashes(0, [*t, *[6] * self.pushes], True)[0])
+        if len(set(flat)) != len(flat) or cached & set(flat):
+            return None
+        return HashRenaming(tuple(tuple(hs) for hs, _ in drawn))
 
     def key(self, s: System, symmetry: bool) -> Any:
         """With symmetry in a world where requests are interchangeable (:meth:`symmetric`): the
         least of the state's keys under every renaming of the requests, with the orbit's size
         (``explorer.owner_canonical``); else the system's key."""
-        return owner_canonical(s, self.owners) if symmetry and self.symmetric() else (1, s.key())
+        return owner_canonical(s, self.owners) if symmetry and self.symmetric(s) else (1, s.key())
 
     def orbit(self, key: Any) -> int:
         return int(key[0])
@@ -88,7 +126,9 @@ class KvbmSpace(G1Moves, NoSymmetry):
     def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
         from kvmodel.components.g1_kvbm.system import G1KvbmSystem
 
-        return G1KvbmSystem({"max_capacity": 3, "plh_fragments": 2, **config}, list(quirks))
+        s = G1KvbmSystem({"max_capacity": 3, "plh_fragments": 2, **config}, list(quirks))
+        s.hash_renaming = self.hash_renaming(s)
+        return s
 
     def moves(self) -> list[Any]:
         """The world's action instances, in the order the search tries them."""
