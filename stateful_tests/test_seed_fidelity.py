@@ -419,3 +419,21 @@ def test_native_panic_ids_are_in_the_contract() -> None:
         "assertion failed: self.enable_prefix_caching || reusable_prefix_blocks == 0",
     ):
         assert want in ids
+
+
+@pytest.mark.parametrize("component", ["g1_native", "g1_kvbm"])
+def test_the_g1_facade_answers_its_rate_and_rank_queries(component: str) -> None:
+    """``G1Manager::get_active_perc`` (the backend's ``num_active_blocks as f64 / max_capacity
+    as f64``) and ``dp_rank`` (seed 002), for both backends, after a request took blocks."""
+    from kvmodel.systems import make_system
+
+    s = make_system(component, {"max_capacity": 4, "dp_rank": 3}, [])
+    args = {"owner": 0, "tokens": [1, 2, 3, 4, 5]}
+    if component == "g1_kvbm":
+        args["caching"] = True
+    s.step("new_request", args)
+    s.step("allocate", {"owner": 0, **({"reuse": False} if component == "g1_native" else {})})
+    g = s.model  # type: ignore[attr-defined]
+    assert g.num_active_blocks() > 0
+    assert g.get_active_perc() == g.num_active_blocks() / 4
+    assert g.dp_rank() == 3

@@ -82,6 +82,7 @@ class G1Backend(Protocol):
     def num_active_block_refs(self) -> int: ...
     def num_inactive_blocks(self) -> int: ...
     def max_capacity(self) -> int: ...
+    def dp_rank(self) -> int: ...
     def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]: ...
 
 
@@ -142,6 +143,9 @@ class _Arm:
 
     def num_inactive_blocks(self) -> int:
         return int(self.m.num_inactive_blocks())
+
+    def dp_rank(self) -> int:
+        return int(self.m.dp_rank)
 
 
 class KvbmArm(_Arm):
@@ -425,6 +429,15 @@ class G1Manager:
 
     def max_capacity(self) -> int:
         return self.arm.max_capacity()
+
+    def get_active_perc(self) -> float:
+        """``num_active_blocks() as f64 / max_capacity as f64`` (both backends; the capacity is
+        never 0: both constructors panic on it)."""
+        return self.num_active_blocks() / self.max_capacity()
+
+    def dp_rank(self) -> int:
+        """The data-parallel rank the backend stamps on its events."""
+        return self.arm.dp_rank()
 
     def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
         return self.arm.get_prefill_cost(sequence)

@@ -360,9 +360,14 @@ class NativeViews:
             },
             "next_event_id": m.next_event_id,
             "block_size": m.block_size,
+            "max_capacity": m.pool.capacity,
+            "dp_rank": m.dp_rank,
+            "get_active_perc": m.num_active_blocks() / m.pool.capacity,
         }
         for o in owners:
             out[f"table_of_owner_{o}"] = "present" if o in m.tables else "deleted"
+            # ``request_block_count(owner)`` (test-only in the Rust): the blocks of its table
+            out[f"request_block_count_of_{o}"] = len(m.tables.get(o, ()))
         return out
 
 
