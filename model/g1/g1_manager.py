@@ -94,6 +94,11 @@ def _opt(f: Callable[[str], str], x: str | None) -> str | None:
     return None if x is None else f(x)
 
 
+def _pending(p: Any) -> Any:
+    """A pending Stored's record as the key spells it: its fields (``None``: none pending)."""
+    return None if p is None else (p.parent, p.local_hash, None if p.token_ids is None else tuple(p.token_ids))
+
+
 def _own(res: Any, cls: type) -> None:
     if not isinstance(res, cls):
         if cls in (KvbmDecodeReservation, DecodeReservation):
@@ -224,21 +229,33 @@ class NativeArm(_Arm):
         renamed — the explorer's owner symmetry."""
         m = self.m
         p = m.pool
-        rank = {i: k for k, i in enumerate(sorted(p.copies))}
-        o_ = owner or _same
-        u_ = uuid or _same
+        copies = sorted(p.copies.items())
+        rank = {i: k for k, (i, _) in enumerate(copies)}
+        if owner is None and uuid is None:
+            tables = tuple(
+                sorted(
+                    (o, tuple((rank[e.copy], e.hash, e.uuid, _pending(e.pending)) for e in t))
+                    for o, t in m.tables.items()
+                )
+            )
+            uuids = tuple(sorted(m.partial_uuids))
+        else:
+            o_ = owner or _same
+            u_ = uuid or _same
+            tables = tuple(
+                sorted(
+                    (o_(o), tuple((rank[e.copy], e.hash, _opt(u_, e.uuid), _pending(e.pending)) for e in t))
+                    for o, t in m.tables.items()
+                )
+            )
+            uuids = tuple(sorted(u_(x) for x in m.partial_uuids))
         return (
-            tuple((rank[i], c.hash, c.refs, c.pins) for i, c in sorted(p.copies.items())),
+            tuple((k, c.hash, c.refs, c.pins) for k, (_, c) in enumerate(copies)),
             tuple(sorted((h, tuple(rank[i] for i in ids)) for h, ids in p.by_hash.items())),
             tuple(rank[i] for i in p.inactive),
             p.reserved,
-            tuple(
-                sorted(
-                    (o_(o), tuple((rank[e.copy], e.hash, _opt(u_, e.uuid), repr(e.pending)) for e in t))
-                    for o, t in m.tables.items()
-                )
-            ),
-            tuple(sorted(u_(x) for x in m.partial_uuids)),
+            tables,
+            uuids,
         )
 
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
