@@ -75,6 +75,26 @@ def record(
     }
 
 
+def walk(component: str, steps: int = 8) -> dict[str, Any]:
+    """A trace of ``steps`` steps of ``component``'s explorer world (its CLI default world, ideal
+    model), taking the ``7i``-th enabled move at step ``i`` (modulo their number): a valid trace
+    whose recorded states have that component's shape, the same on every run."""
+    from kvmodel import components
+
+    sp = components.get(component).explore_space(components.World({}, {}))
+    s = sp.system({}, [])
+    ops: list[tuple[str, Any]] = []
+    moves = sp.moves()
+    for i in range(steps):
+        enabled = [m for m in moves if sp.allows(s, m)]
+        if not enabled:
+            break
+        op, decoded, args = sp.concrete(s, enabled[(7 * i) % len(enabled)])
+        s.apply(op, decoded, args)
+        ops.append((op, args))
+    return record(component, dict(s.config), [], ops)
+
+
 def minimize(
     component: str,
     config: dict[str, Any],

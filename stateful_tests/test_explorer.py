@@ -556,6 +556,20 @@ def test_a_worlds_moves_are_actions_whose_json_is_the_trace(space: Any, picks: l
 _KV_WORLD = KvSpace(n_full=3, partials=1, max_batch=2, max_refcount=2)
 
 
+def _every_step_along(sp: Any, s: Any, picks: list[int]) -> Any:
+    """Along the run that takes the ``picks``-th enabled move at each state (modulo their number),
+    every enabled move of every state visited: ``(state, move, successor, outcome)``."""
+    moves = sp.moves()
+    for p in [*picks, None]:
+        enabled = [m for m in moves if sp.allows(s, m)]
+        for m in enabled:
+            nxt = s.clone()
+            yield s, m, nxt, nxt.apply(*sp.concrete(s, m))
+        if p is None or not enabled:
+            break
+        s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
+
+
 @pytest.mark.parametrize("quirks", [(), tuple(q.name for q in quirks_of("kv_manager"))], ids=["ideal", "faithful"])
 @given(picks=st.lists(st.integers(0, 10_000), max_size=10))
 def test_a_step_marked_unchanged_keeps_its_states_key(quirks: tuple[str, ...], picks: list[int]) -> None:
@@ -564,19 +578,10 @@ def test_a_step_marked_unchanged_keeps_its_states_key(quirks: tuple[str, ...], p
     with the source's key, with and without symmetry — and a step that changed the key is
     never marked."""
     sp = _KV_WORLD
-    s = sp.system({"max_capacity": 2}, quirks)
-    moves = sp.moves()
-    for p in [*picks, None]:
-        enabled = [m for m in moves if sp.allows(s, m)]
-        for m in enabled:
-            nxt = s.clone()
-            out = nxt.apply(*sp.concrete(s, m))
-            for symmetry in (True, False):
-                if out.unchanged:
-                    assert sp.key(nxt, symmetry) == sp.key(s, symmetry), (m, out.error)
-        if p is None or not enabled:
-            break
-        s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
+    for s, m, nxt, out in _every_step_along(sp, sp.system({"max_capacity": 2}, quirks), picks):
+        for symmetry in (True, False):
+            if out.unchanged:
+                assert sp.key(nxt, symmetry) == sp.key(s, symmetry), (m, out.error)
 
 
 @pytest.mark.parametrize("component", ["g1_native", "g1_kvbm"])
@@ -586,24 +591,16 @@ def test_a_g1_step_marked_unchanged_keeps_its_states_key(component: str, faithfu
     """The same for the G1 systems (a rejection that left the manager, the stream, the
     reservations and the request bookkeeping as they were): along random runs of the CLI's
     default world with capacity 3 (reservations, destinations and malformed inputs included),
-    every step marked ``unchanged`` leads to a state with the source's key, canonical and plain,
-    and the mark is made (some rejection along the runs is marked)."""
+    every step marked ``unchanged`` is a rejection without events and leads to a state with the
+    source's key, canonical and plain (that the mark is made: the next test)."""
     comp = components.get(component)
     sp = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": 2}))
-    s = sp.system({"max_capacity": 3}, [q.name for q in quirks_of(component)] if faithful else [])
-    moves = sp.moves()
-    for p in [*picks, None]:
-        enabled = [m for m in moves if sp.allows(s, m)]
-        for m in enabled:
-            nxt = s.clone()
-            out = nxt.apply(*sp.concrete(s, m))
-            if out.unchanged:
-                assert out.error is not None and not out.events
-                assert nxt.key() == s.key(), (m, out.error)
-                assert sp.key(nxt, True) == sp.key(s, True), (m, out.error)
-        if p is None or not enabled:
-            break
-        s.apply(*sp.concrete(s, enabled[p % len(enabled)])[:2])
+    s0 = sp.system({"max_capacity": 3}, [q.name for q in quirks_of(component)] if faithful else [])
+    for s, m, nxt, out in _every_step_along(sp, s0, picks):
+        if out.unchanged:
+            assert out.error is not None and not out.events
+            assert nxt.key() == s.key(), (m, out.error)
+            assert sp.key(nxt, True) == sp.key(s, True), (m, out.error)
 
 
 def test_a_rejected_g1_step_that_changed_nothing_is_marked_unchanged() -> None:

@@ -88,25 +88,6 @@ def _trace() -> dict[str, Any]:
     return traces.record("kv_manager", {"max_capacity": 2}, ["promote_leaves_inactive_copy"], ops)
 
 
-def _run_of(component: str, n: int = 8) -> dict[str, Any]:
-    """A trace of ``n`` steps of ``component``'s explorer world (a fixed walk over its enabled
-    moves): a valid trace whose recorded states have that component's shape."""
-    from kvmodel import components
-
-    sp = components.get(component).explore_space(components.World({}, {}))
-    s = sp.system({}, [])
-    ops: list[tuple[str, Any]] = []
-    moves = sp.moves()
-    for i in range(n):
-        enabled = [m for m in moves if sp.allows(s, m)]
-        if not enabled:
-            break
-        op, decoded, args = sp.concrete(s, enabled[(7 * i) % len(enabled)])
-        s.apply(op, decoded, args)
-        ops.append((op, args))
-    return traces.record(component, dict(s.config), [], ops)
-
-
 # the traces the HTML page draws differently (``pictures._rows``): one per kind of pool
 _DRAWN = ("g1_native", "g1_kvbm", "kvbm_block_registry", "lru_evictor_counter")
 
@@ -201,17 +182,25 @@ def test_files_that_report_no_size_are_read_only_up_to_the_limit(tmp_path: Path,
     assert rc == 2 and f"{fifo}: larger than" in err
 
 
-@budget(120)
-@given(doc=mutated(_trace()), cmd=st.sampled_from(["show", "show-html", "replay", "replay-json"]))
-def test_malformed_traces_never_crash(tmp_path_factory: Any, doc: Any, cmd: str) -> None:
-    tmp = tmp_path_factory.mktemp("t")
-    f = _write(tmp, "t.json", doc)
-    argv = {
+TRACE_COMMANDS = ["show", "show-html", "replay", "replay-json"]
+
+
+def _trace_command(cmd: str, f: Path, tmp: Path) -> list[str]:
+    """The command line of one of ``TRACE_COMMANDS`` on the trace file ``f``."""
+    return {
         "show": ["show", str(f)],
         "show-html": ["show", str(f), "--html", str(tmp / "p.html")],
         "replay": ["replay", str(f)],
         "replay-json": ["replay", str(f), "--json"],
     }[cmd]
+
+
+@budget(120)
+@given(doc=mutated(_trace()), cmd=st.sampled_from(TRACE_COMMANDS))
+def test_malformed_traces_never_crash(tmp_path_factory: Any, doc: Any, cmd: str) -> None:
+    tmp = tmp_path_factory.mktemp("t")
+    f = _write(tmp, "t.json", doc)
+    argv = _trace_command(cmd, f, tmp)
     rc, _, err = run_cli(argv)
     assert_clean(argv, rc, err)
 
@@ -220,7 +209,7 @@ def test_malformed_traces_never_crash(tmp_path_factory: Any, doc: Any, cmd: str)
 @given(
     data=st.data(),
     component=st.sampled_from(_DRAWN),
-    cmd=st.sampled_from(["show", "show-html", "replay", "replay-json"]),
+    cmd=st.sampled_from(TRACE_COMMANDS),
 )
 def test_malformed_traces_of_every_pool_never_crash(tmp_path_factory: Any, data: Any, component: str, cmd: str) -> None:
     """The same for a trace of each other component whose states the page draws (the G1 pools,
@@ -229,17 +218,12 @@ def test_malformed_traces_of_every_pool_never_crash(tmp_path_factory: Any, data:
     doc = data.draw(mutated(_BASES[component]))
     tmp = tmp_path_factory.mktemp("t")
     f = _write(tmp, "t.json", doc)
-    argv = {
-        "show": ["show", str(f)],
-        "show-html": ["show", str(f), "--html", str(tmp / "p.html")],
-        "replay": ["replay", str(f)],
-        "replay-json": ["replay", str(f), "--json"],
-    }[cmd]
+    argv = _trace_command(cmd, f, tmp)
     rc, _, err = run_cli(argv)
     assert_clean(argv, rc, err)
 
 
-_BASES = {c: _run_of(c) for c in _DRAWN}
+_BASES = {c: traces.walk(c) for c in _DRAWN}
 
 
 @pytest.mark.parametrize(

@@ -395,23 +395,6 @@ def undecided(rng: random.Random, tmp: Path) -> dict[str, Any]:
 DRAWN = ("g1_native", "g1_kvbm", "kvbm_block_registry", "lru_evictor_counter")
 
 
-def _run_of(component: str, n: int = 8) -> dict[str, Any]:
-    """A trace of ``n`` steps of ``component``'s explorer world (a fixed walk over its enabled
-    moves): a valid trace whose recorded states have that component's shape."""
-    sp = components.get(component).explore_space(components.World({}, {}))
-    s = sp.system({}, [])
-    ops: list[tuple[str, Any]] = []
-    moves = sp.moves()
-    for i in range(n):
-        enabled = [m for m in moves if sp.allows(s, m)]
-        if not enabled:
-            break
-        op, decoded, args = sp.concrete(s, enabled[(7 * i) % len(enabled)])
-        s.apply(op, decoded, args)
-        ops.append((op, args))
-    return traces.record(component, dict(s.config), [], ops)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--seed", type=int, default=0)
@@ -431,7 +414,7 @@ def main() -> int:
         ],
     )
     # and a trace of each other pool the page draws (the G1 backends, the registry, the LRU)
-    base_traces = [base_trace, *(_run_of(c) for c in DRAWN)]
+    base_traces = [base_trace, *(traces.walk(c) for c in DRAWN)]
     base_vectors = json.loads((ROOT / "stateful_tests" / "vectors" / "kvmodel-rust-tests.json").read_text())
     base_vectors["vectors"] = base_vectors["vectors"][:3]
     # and each of Dynamo's own tests as a vector, alone
