@@ -139,9 +139,9 @@ class G1Moves(ActionMoves):
     # once (its outcomes' JSON is the explorer's own and never leaves it)
     state_free_moves = True
 
-    def symmetric(self, s: Any = None) -> bool:
-        """Whether requests are interchangeable in the world (of the system ``s``, where given:
-        ``KvbmSpace`` says when not)."""
+    def symmetric(self, s: Any) -> bool:
+        """Whether requests are interchangeable in the world, for the system ``s`` (``KvbmSpace``
+        says when not)."""
         return True
 
     def move_classes(self, s: System, moves: list[Any]) -> list[tuple[int, int]]:

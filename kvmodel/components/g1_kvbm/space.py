@@ -62,16 +62,14 @@ class KvbmSpace(G1Moves, NoSymmetry):
     def to_json(self) -> dict[str, int]:
         return {k: int(v) for k, v in attrs.asdict(self).items()}
 
-    def symmetric(self, s: Any = None) -> bool:
-        """Whether requests are interchangeable in this world (of the system ``s``: its
+    def symmetric(self, s: Any) -> bool:
+        """Whether requests are interchangeable in this world, for the system ``s`` (its
         configuration decides the hashes). Always where every prompt caches. The
         caching-disabled prompt's sequence and PLH hashes are drawn from a generator seeded with
         the sequence's name (``model/g1/sequence.py``), so renaming a request renames its draws:
-        interchangeable where :meth:`hash_renaming` finds that renaming to be a symmetry."""
+        interchangeable where :meth:`hash_renaming` found that renaming to be a symmetry."""
         if all(c for _, c in KVBM_PROMPTS[: self.prompts]):
             return True
-        if s is None:
-            s = self.system({}, ())
         return getattr(s, "hash_renaming", None) is not None
 
     def hash_renaming(self, s: Any) -> Any:
