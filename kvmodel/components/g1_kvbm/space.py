@@ -40,6 +40,10 @@ KVBM_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
 )
 
 
+# per (world, PLH fragments, block size): the world's hash renaming (``KvbmSpace.hash_renaming``)
+_RENAMINGS: dict[tuple[Any, int, int], Any] = {}
+
+
 @attrs.frozen
 class KvbmSpace(G1Moves, NoSymmetry):
     """Bounded G1 world with the KVBM backend (capacity 3, block size 2, PLH fragments modulo
@@ -125,7 +129,12 @@ class KvbmSpace(G1Moves, NoSymmetry):
         from kvmodel.components.g1_kvbm.system import G1KvbmSystem
 
         s = G1KvbmSystem({"max_capacity": 3, "plh_fragments": 2, **config}, list(quirks))
-        s.hash_renaming = self.hash_renaming(s)
+        # the draws depend on the world and the sequences' shape only (a machine builds a system
+        # per example)
+        shape = (self, s.config["plh_fragments"], s.model.block_size)
+        if shape not in _RENAMINGS:
+            _RENAMINGS[shape] = self.hash_renaming(s)
+        s.hash_renaming = _RENAMINGS[shape]
         return s
 
     def moves(self) -> list[Any]:
