@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvmodel import cli, traces
+from kvmodel import cli, components, traces
 from kvmodel.model.errors import ModelError
 from kvmodel.systems import make_system, system_components
 
@@ -89,7 +89,7 @@ def _trace() -> dict[str, Any]:
 
 
 # the traces the HTML page draws differently (``pictures._rows``): one per kind of pool
-_DRAWN = ("g1_native", "g1_kvbm", "kvbm_block_registry", "lru_evictor_counter")
+_DRAWN = tuple(n for n in components.names(lambda c: c.space is not None) if n != components.default().name)
 
 
 def _paths(x: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

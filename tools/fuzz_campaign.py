@@ -3,8 +3,8 @@
 Usage: python tools/fuzz_campaign.py [--seed S] [--scale F] [--json OUT]
 
 Kinds (default counts): 2,253 malformed trace files (through ``show``, ``show --html``,
-``replay`` and ``replay --json``; half of them of the KV manager, half of a pool the page draws
-otherwise: G1 native and KVBM, the registry, the LRU), 914 malformed vector files (``vectors``;
+``replay`` and ``replay --json``; half of them of the KV manager, half of another component with an
+explorer world: G1 native and KVBM, the registry, the LRUs), 914 malformed vector files (``vectors``;
 half of them three of kvmodel's own Rust-test vectors, half one of Dynamo's), 805 bad argument
 lists, 9,115 model operations with arbitrary JSON arguments on every component, ideal and
 faithful. Each CLI run is in-process; a run counts as a *traceback* if one reaches stderr or an
@@ -392,7 +392,8 @@ def undecided(rng: random.Random, tmp: Path) -> dict[str, Any]:
     }
 
 
-DRAWN = ("g1_native", "g1_kvbm", "kvbm_block_registry", "lru_evictor_counter")
+# every other component with an explorer world: the other pools the page draws
+DRAWN = tuple(n for n in components.names(lambda c: c.space is not None) if n != KV)
 
 
 def main() -> int:
