@@ -58,6 +58,8 @@ class Space(Protocol):
     def move_kind(self, move: Any) -> str: ...
     def to_json(self) -> dict[str, int]: ...
 
+    # optional: ``cannot_break()`` and ``cannot_reach()``, the invariants and witnesses no run of
+    # the world can break or reach
     # optional: ``guarded(move) -> bool``, false for a move ``allows`` admits in every state
     # (the searches then skip its guard); ``state_free_moves``; ``move_classes(state, moves)``
 
@@ -164,6 +166,9 @@ class ExploreResult:
     violations: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     witnesses: dict[str, int] = attrs.field(factory=dict)
     missing_witnesses: list[str] = attrs.field(factory=list)
+    # the witnesses the world declares it cannot reach (``Space.cannot_reach``): not asked, and
+    # never missing
+    unreachable_witnesses: list[str] = attrs.field(factory=list)
     coverage: dict[str, dict[str, int]] = attrs.field(factory=dict)
     deadlocks: int = 0
     bytes_per_state: float = 0.0
@@ -244,7 +249,8 @@ class ExploreResult:
             f"  {op:<8} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())) for op, c in self.coverage.items()
         ]
         missing = f"; MISSING: {', '.join(self.missing_witnesses)}" if self.missing_witnesses else ""
-        lines.append(f"witnesses reached: {len(self.witnesses)}{missing}")
+        outside = f"; not in this world: {', '.join(self.unreachable_witnesses)}" if self.unreachable_witnesses else ""
+        lines.append(f"witnesses reached: {len(self.witnesses)}{missing}{outside}")
         lines.append(f"deadlocks: {self.deadlocks}")
         for inv, v in sorted(self.violations.items(), key=lambda x: (x[1]["depth"], x[0])):
             to = f" -> {paths[inv]}" if inv in paths else ""
@@ -279,6 +285,7 @@ class ExploreResult:
             },
             "witnesses": self.witnesses,
             "missing_witnesses": self.missing_witnesses,
+            "unreachable_witnesses": self.unreachable_witnesses,
             "coverage": self.coverage,
             "deadlocks": self.deadlocks,
             "bounds": self.bounds,
@@ -298,6 +305,14 @@ def cannot_break(space: Any) -> frozenset[str]:
     """The invariants ``space`` declares no run of its world breaks (``Space.cannot_break``,
     optional; none by default)."""
     f = getattr(space, "cannot_break", None)
+    return frozenset(f()) if f is not None else frozenset()
+
+
+def cannot_reach(space: Any) -> frozenset[str]:
+    """The witnesses ``space`` declares no run of its world reaches (``Space.cannot_reach``,
+    optional; none by default): the search does not ask them, and a complete search without them
+    is not vacuous (the world leaves out what they witness, on purpose)."""
+    f = getattr(space, "cannot_reach", None)
     return frozenset(f()) if f is not None else frozenset()
 
 
@@ -369,7 +384,8 @@ def explore(
     sp: Space = space
     init = sp.system(config or {}, quirks)
     moves = sp.moves()
-    ws = invariants.witnesses_for(sp.component)
+    outside = cannot_reach(sp)
+    ws = tuple(w for w in invariants.witnesses_for(sp.component) if w.name not in outside)
     pending, found = list(ws), 0
     res = ExploreResult(sp.component, init.config, sorted(init.quirks), sp.to_json(), symmetry)
     wanted = frozenset(until or ())
@@ -515,6 +531,7 @@ def explore(
     res.states = len(parent)
     res.coverage = {k: dict(v) for k, v in sorted(cov.items())}
     res.missing_witnesses = sorted(w.name for w in ws if w.name not in res.witnesses)
+    res.unreachable_witnesses = sorted(outside)
     sample = list(itertools.islice(parent.items(), 200))
     if sample:
         per = sum(_deep_size(kv) for kv in sample) / len(sample)

@@ -194,6 +194,27 @@ def test_request_renaming_renames_a_caching_disabled_requests_hashes() -> None:
     assert longer.orbit(longer.key(longer.system({}, []), True)) == 1
 
 
+def test_a_witness_the_world_cannot_reach_is_not_missing() -> None:
+    """Regression: ``kvmodel explore --component kvbm`` (its default world: two cached prompts,
+    no caching-disabled one) searched to the end, no invariant broken, exited 1 with verdict
+    ``violation`` because ``kvbm.w.uncached_block`` was "missing" — a witness no run of that
+    world can reach. The world declares it (``cannot_reach``): not asked, reported as outside the
+    world, and the verdict is a pass; a world that holds the prompt still asks it and reaches it."""
+    from kvmodel.cli import main
+
+    comp = components.get("g1_kvbm")
+    cached = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 0, "decode": 1, "owners": 2}))
+    r = explorer.explore({"max_capacity": 2}, [], cached)
+    assert r.complete and not r.violations
+    assert r.missing_witnesses == [] and r.unreachable_witnesses == ["kvbm.w.uncached_block"]
+    assert "kvbm.w.uncached_block" not in r.witnesses
+    assert r.verdict(expect_witnesses=True) == "pass"
+    assert main(["explore", "--component", "kvbm", "--pushes", "0", "--capacity", "2"]) == 0
+    holding = comp.explore_space(components.World({}, {"prompts": 3, "pushes": 0, "decode": 0, "owners": 1}))
+    r3 = explorer.explore({"max_capacity": 2}, [], holding)
+    assert r3.unreachable_witnesses == [] and "kvbm.w.uncached_block" in r3.witnesses
+
+
 def test_request_renaming_renames_the_partials_a_request_minted() -> None:
     """The G1 native check world after two requests start from different prompts: swapping them
     gives another state, and the canonical form is the same for the state and its mirror."""

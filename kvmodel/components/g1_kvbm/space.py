@@ -117,13 +117,20 @@ class KvbmSpace(G1Moves, NoSymmetry):
     def orbit(self, key: Any) -> int:
         return int(key[0])
 
+    def _uncached(self) -> bool:
+        """Whether the world holds the caching-disabled prompt (the third)."""
+        return any(not c for _, c in KVBM_PROMPTS[: self.prompts])
+
     def cannot_break(self) -> frozenset[str]:
         """Invariants no run of this world breaks, whatever its quirks (``kvmodel explore`` does
         not wait for them): without the third prompt, the caching-disabled one, no sequence is
         uncached, so ``kvbm.uncached_silent`` holds."""
-        return (
-            frozenset() if any(not c for _, c in KVBM_PROMPTS[: self.prompts]) else frozenset({"kvbm.uncached_silent"})
-        )
+        return frozenset() if self._uncached() else frozenset({"kvbm.uncached_silent"})
+
+    def cannot_reach(self) -> frozenset[str]:
+        """Witnesses no run of this world reaches: without the caching-disabled prompt no block
+        of a caching-disabled sequence is registered (``kvbm.w.uncached_block``)."""
+        return frozenset() if self._uncached() else frozenset({"kvbm.w.uncached_block"})
 
     def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
         from kvmodel.components.g1_kvbm.system import G1KvbmSystem
