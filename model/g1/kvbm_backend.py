@@ -49,7 +49,7 @@ from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import KvCacheEvent, Removed, Stored, StoredBlock
 from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.kvbm_logical import EVICTION_BACKENDS, Index, KvbmPanic, Substrate
-from kvmodel.model.g1.sequence import PLH, G1Deref, G1Promote, G1Signal, G1Use, plh_order
+from kvmodel.model.g1.sequence import PLH, G1Deref, G1Promote, G1Signal, G1Use, by_plh
 from kvmodel.model.g1.vllm_backend import Published
 from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 
@@ -125,10 +125,6 @@ class _Unwind(Exception):
     def __init__(self, panic: KvbmPanic, release: Any) -> None:
         super().__init__(panic.id)
         self.panic, self.release = panic, release
-
-
-def _by_plh(item: tuple[PLH, Any]) -> tuple[int, int, int, int]:
-    return plh_order(item[0])
 
 
 def _renamed(d: dict[str, Any], uuid: Callable[[str], str]) -> list[tuple[str, Any]]:
@@ -833,7 +829,7 @@ class KvbmKvManager:
             full = tuple((h, e.block, e.plh, e.refs) for h, e in sorted(self.active_full.items()))
             reg = tuple(
                 (p, s.seq_hash, s.block_id, s.parent_hash, s.cacheable, tuple(s.aliases))
-                for p, s in sorted(self.registered.items(), key=_by_plh)
+                for p, s in sorted(self.registered.items(), key=by_plh)
             )
         else:
             g = hashes.get
@@ -847,7 +843,7 @@ class KvbmKvManager:
                     s.cacheable,
                     tuple(g(a, a) for a in s.aliases),
                 )
-                for p, s in sorted(self.registered.items(), key=_by_plh)
+                for p, s in sorted(self.registered.items(), key=by_plh)
             )
         return (
             self.sub.key(),

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from kvmodel.model.errors import InvalidInput, NativePanic
-from kvmodel.model.g1.sequence import PLH, plh_order
+from kvmodel.model.g1.sequence import PLH, by_plh
 
 
 class KvbmPanic(NativePanic):
@@ -42,10 +42,6 @@ class _Node:
     tick: int
     parent: tuple[int, int] | None
     children: set[tuple[int, int]] = attrs.field(factory=set)
-
-
-def _by_plh(item: tuple[PLH, Any]) -> tuple[int, int, int, int]:
-    return plh_order(item[0])
 
 
 def _key(plh: PLH) -> tuple[int, int]:
@@ -372,6 +368,6 @@ class Substrate:
         return (
             tuple(self.free),
             tuple(sorted(self.mutable)),
-            tuple((k, tuple(v)) for k, v in sorted(self.primaries.items(), key=_by_plh)),
+            tuple((k, tuple(v)) for k, v in sorted(self.primaries.items(), key=by_plh)),
             self.inactive.key(),
         )

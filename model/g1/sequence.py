@@ -34,6 +34,11 @@ def plh_order(plh: PLH) -> tuple[int, int, int, int]:
     return (plh[0], 0, 0, plh[2]) if parent is None else (plh[0], 1, parent, plh[2])
 
 
+def by_plh(item: tuple[PLH, Any]) -> tuple[int, int, int, int]:
+    """The sort key of a ``(PLH, value)`` pair: :func:`plh_order` of its PLH."""
+    return plh_order(item[0])
+
+
 @attrs.frozen
 class G1Use:
     blocks: tuple[UniqueBlock, ...]
