@@ -104,6 +104,27 @@ def test_request_symmetry_is_sound_in_a_kvbm_world_that_keeps_it(quirks: list[st
     assert red.witnesses == full.witnesses
 
 
+def test_request_symmetry_is_sound_with_every_kvbm_quirk_on_and_the_uncached_prompt() -> None:
+    """Every faithful KVBM quirk at once, over the cached prompts and the caching-disabled one
+    (its random hashes renamed with their request), one decode token per request, a pool of one
+    block: the reduced search stands for exactly the unreduced one (the quirks one at a time are
+    checked above at capacity 2; all at once, capacity 2 does not end in minutes)."""
+    from kvmodel.model.quirks import faithful
+
+    comp = components.get("g1_kvbm")
+    quirks = sorted(faithful("g1_kvbm"))
+    sp = comp.explore_space(components.World({}, {"prompts": 3, "pushes": 1, "decode": 0, "owners": 2}))
+    assert sp.symmetric(sp.system({"max_capacity": 1}, quirks))  # type: ignore[attr-defined]
+    red = explorer.explore({"max_capacity": 1}, quirks, sp)
+    full = explorer.explore({"max_capacity": 1}, quirks, sp, symmetry=False)
+    assert full.complete and red.complete
+    assert red.states < full.states
+    assert red.concrete_states == full.states
+    assert red.violations  # the quirks break invariants here: the comparison is not of empty sets
+    assert {k: v["depth"] for k, v in red.violations.items()} == {k: v["depth"] for k, v in full.violations.items()}
+    assert red.witnesses == full.witnesses and red.depth == full.depth
+
+
 @pytest.mark.parametrize("component", ["g1_native", "g1_kvbm"])
 def test_request_symmetry_over_three_requests_stands_for_the_unreduced_search(component: str) -> None:
     """Three requests: ties in the requests' signatures are tried in every order, and the orbit
