@@ -26,6 +26,7 @@ from kvmodel.cliargs import (
     explore_world,
     integer,
     integer_or_auto,
+    memory_size,
     nonempty,
     quirks_of_args,
     revision_quirks,
@@ -178,6 +179,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
             progress=lambda n, t, d: bar.update(f"{n:,} states, {t:,} transitions, depth {d}"),
             until=None if args.exhaustive else breakable(c.name, quirks) - explorer.cannot_break(space),
             workers=args.workers,
+            max_memory=args.max_memory,
         )
     out = r.to_json()
     out["verdict"] = r.verdict(expect_witnesses=not quirks)
@@ -387,6 +389,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help=f"expand each level in this many processes, 1 .. {MAX_WORKERS}, or 'auto' for the cores this"
         " process may use (default 1); the result is the same",
+    )
+    e.add_argument(
+        "--max-memory",
+        type=memory_size,
+        default="auto",
+        metavar="SIZE",
+        help="stop, incomplete, once the search's processes hold this much memory (K, M, G or T; default"
+        " 'auto': three quarters of what is available when it starts)",
     )
     e.add_argument("--dot", type=nonempty, metavar="FILE", help="write the state graph in Graphviz DOT")
     e.add_argument("--svg", type=nonempty, metavar="FILE", help="draw the state graph as SVG (needs Graphviz dot)")

@@ -59,6 +59,19 @@ def integer(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
+def memory_size(text: str) -> int | None:
+    """An argparse type: ``--max-memory``'s size (``kvmodel.membound.parse_size``)."""
+    from kvmodel.membound import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+memory_size.__name__ = "size"
+
+
 def seconds(lo: float = 0.001, hi: float = 86_400.0) -> Callable[[str], float]:
     """An argparse type: a finite number of seconds from ``lo`` (the solver's resolution is a
     millisecond) to ``hi``."""

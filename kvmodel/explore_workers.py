@@ -94,7 +94,7 @@ def _worker(conn: Connection, job: dict[str, Any]) -> None:
 def _serve(conn: Connection, job: dict[str, Any]) -> None:
     sp, moves, fixed, symmetry = job["space"], job["moves"], job["fixed"], job["symmetry"]
     component, defer, ws, graph = job["component"], job["defer"], job["witnesses"], job["graph"]
-    classes = job["classes"]
+    classes, halt = job["classes"], job["stop"]
     from kvmodel.explorer import guards_of  # (the explorer imports this module)
 
     allows, key = sp.allows, sp.key
@@ -119,7 +119,9 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
         met: dict[Any, int] = {}
         cands: list[Any] = []
         out: list[list[Record]] = []
-        for ref in items:
+        for n, ref in enumerate(items):
+            if n % 64 == 63 and halt.is_set():  # past the memory bound: the level is dropped
+                break
             s = held[ref] if isinstance(ref, int) else pickle.loads(ref)
             recs: list[Record] = []
             for mi, weight in every if classes is None else classes(s, moves):
@@ -198,10 +200,14 @@ def started(
     witnesses: list[Any],
     graph: bool,
     defer_state_checks: bool,
+    stop: Any,
+    pids: list[int],
 ) -> Iterator[list[Connection]]:
     """``workers`` processes forked with what a worker needs to expand states (the world, its
     moves, the witnesses), as the connections to them; every one is stopped and joined on the
-    way out, however the search ended."""
+    way out, however the search ended. ``stop``: an event that, once set (the memory bound,
+    ``membound``), makes each worker end its level early; each worker's pid is added to
+    ``pids``."""
     job = {
         "space": space,
         "moves": moves,
@@ -212,6 +218,7 @@ def started(
         "witnesses": witnesses,
         "classes": classes,
         "graph": graph,
+        "stop": stop,
     }
     ctx = multiprocessing.get_context("fork")
     conns: list[Connection] = []
@@ -224,6 +231,8 @@ def started(
             theirs.close()
             conns.append(mine)
             procs.append(p)
+            assert p.pid is not None  # (started)
+            pids.append(p.pid)
         yield conns
     finally:
         for c in conns:
@@ -304,6 +313,7 @@ def levels(
     t0: float,
     path_to: Callable[[Any], list[int]],
     keys_to: Callable[[Any], list[Any]],
+    tripped: Any,
 ) -> None:
     """The one-process loop of ``explorer.explore`` over the workers behind ``conns``
     (:func:`started`): level by level, each worker expands its share and the records are merged
@@ -319,15 +329,15 @@ def levels(
     def stop() -> bool:
         """The one-process loop's test before it takes the next state."""
         if stop_on_violation and res.violations:
-            res.complete = False
+            res.complete, res.stopped_by = False, "violation"
             return True
         if wanted and wanted <= res.violations.keys():
-            res.complete, res.stopped_early = False, True
+            res.complete, res.stopped_early, res.stopped_by = False, True, "until"
             return True
         return False
 
     while level:
-        if stop():
+        if stop() or tripped.is_set():
             return
         d = parent[level[0][0]][2]
         holders = [0 if h < 0 else h for _, h, _ in level]
@@ -350,6 +360,10 @@ def levels(
         for c, mine in zip(conns, items, strict=True):
             _send(c, ("expand", mine, fresh, pending, max_states - len(parent), list(res.violations)))
         replies = [iter(_receive(c)) for c in conns]
+        if tripped.is_set():
+            # past the memory bound (``membound``): the workers may have stopped within the level,
+            # so its records are dropped; the explorer reports the stop
+            return
         names: list[list[Any]] = [[] for _ in range(n)]  # per worker, the keys it met first
         fresh = []
         nxt: list[tuple[Any, int, int]] = []
@@ -404,7 +418,7 @@ def levels(
                     edges.append((k, k2, kind))
                 if new:
                     if len(parent) >= max_states:
-                        res.complete = False
+                        res.complete, res.stopped_by = False, "states"
                         continue
                     if cand < 0:  # pragma: no cover - ruled out by the module's arguments
                         raise WorkerError(f"a new state came without its worker's copy (move {mi}, depth {d})")

@@ -29,6 +29,7 @@ import contextlib
 import itertools
 import marshal
 import math
+import os
 import sys
 import time
 from collections import Counter, deque
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from kvmodel import explore_workers, invariants, traces
+from kvmodel import explore_workers, invariants, membound, traces
 from kvmodel.explore_workers import MAX_WORKERS
 from kvmodel.model.quirks import mode_label
 from kvmodel.systems import System
@@ -179,6 +180,14 @@ class ExploreResult:
     # what the world bounds that the real code does not (``bounds_of``)
     bounds: list[str] = attrs.field(factory=list)
     stopped_early: bool = False
+    # why an incomplete search stopped: "states" (``max_states``), "memory" (``max_memory``),
+    # "until" (every invariant asked for has its counterexample), "violation"
+    # (``stop_on_violation``); None for a complete search
+    stopped_by: str | None = None
+    # the bound on the search's resident memory (None: none kept) and, when it stopped the
+    # search, the resident memory the watch saw
+    max_memory_bytes: int | None = None
+    memory_seen_bytes: int = 0
     peak_rss_bytes: int = 0
     # the processes that expanded states (``explore(..., workers=N)``; the result is the same)
     workers: int = 1
@@ -241,6 +250,9 @@ class ExploreResult:
                 else f"; stopped once each of the {len(self.until)} invariants the quirks break had its shortest "
                 "counterexample (--exhaustive searches on)"
                 if self.stopped_early
+                else f"; INCOMPLETE: stopped at the memory bound ({_gib(self.memory_seen_bytes)} resident, "
+                f"--max-memory {_gib(self.max_memory_bytes or 0)})"
+                if self.stopped_by == "memory"
                 else f"; INCOMPLETE: stopped at {max_states} states"
             )
         ]
@@ -274,6 +286,7 @@ class ExploreResult:
             "depth": self.depth,
             "complete": self.complete,
             "stopped_early": self.stopped_early,
+            "stopped_by": self.stopped_by,
             "until": self.until,
             "seconds": round(self.seconds, 3),
             "peak_rss_bytes": self.peak_rss_bytes,
@@ -291,7 +304,20 @@ class ExploreResult:
             "bounds": self.bounds,
             "workers": self.workers,
             "workers_peak_rss_bytes": self.workers_peak_rss_bytes,
+            # the memory bound, where it stopped the search (the ``auto`` bound depends on what
+            # the machine has free: a search it did not stop says nothing of it, so the same
+            # search gives the same bytes)
+            **(
+                {"max_memory_bytes": self.max_memory_bytes, "memory_seen_bytes": self.memory_seen_bytes}
+                if self.stopped_by == "memory"
+                else {}
+            ),
         }
+
+
+def _gib(n: int) -> str:
+    """A size in bytes for people (MiB under a GiB)."""
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
 def bounds_of(space: Any) -> list[str]:
@@ -350,6 +376,7 @@ def explore(
     reduce_moves: bool = True,
     defer_state_checks: bool = True,
     workers: int = 1,
+    max_memory: int | None = None,
 ) -> ExploreResult:
     """Breadth-first search of a component's reachable states in the bounded world ``space``
     (a component's ``Space``: ``kvmodel.components``).
@@ -376,7 +403,13 @@ def explore(
 
     ``workers``: expand each level's states in this many forked processes
     (``kvmodel.explore_workers``); the result is the one-process search's, timings and
-    ``workers`` apart. Where processes cannot be forked, one process searches."""
+    ``workers`` apart. Where processes cannot be forked, one process searches.
+
+    ``max_memory``: a bound in bytes on the resident memory of the search's processes, summed
+    (``kvmodel.membound``; ``None``: none). Past it the search stops where it stands — in one
+    process before the next state, with workers at the end of the level, whose records are
+    dropped — and is incomplete (``stopped_by == "memory"``): where it stops depends on when the
+    bound was passed, so only the states and counts up to there are the one-process search's."""
     if space is None:
         raise TypeError("explore() needs a space: a component's bounded world")
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
@@ -429,103 +462,115 @@ def explore(
     if workers > 1 and not explore_workers.available():
         workers = 1
     res.workers = workers
-    if workers > 1:
-        with explore_workers.started(
-            workers,
-            space=sp,
-            moves=moves,
-            fixed=fixed,
-            classes=classes,
-            symmetry=symmetry,
-            witnesses=pending,
-            graph=graph,
-            defer_state_checks=defer_state_checks,
-        ) as conns:
-            explore_workers.levels(
-                conns,
-                init=init,
-                k0=k0,
-                kinds=kinds,
+    res.max_memory_bytes = max_memory if membound.readable() else None
+    tripped = membound.event(workers)
+    pids: list[int] = [os.getpid()]
+    with membound.watching(res.max_memory_bytes, tripped, lambda: pids) as watch:
+        if workers > 1:
+            with explore_workers.started(
+                workers,
+                space=sp,
+                moves=moves,
+                fixed=fixed,
+                classes=classes,
+                symmetry=symmetry,
                 witnesses=pending,
-                res=res,
-                parent=parent,
-                cov=cov,
-                edges=edges,
                 graph=graph,
-                max_states=max_states,
-                progress=progress,
-                stop_on_violation=stop_on_violation,
-                wanted=wanted,
-                t0=t0,
-                path_to=path_to,
-                keys_to=keys_to,
-            )
-            res.workers_peak_rss_bytes = explore_workers.peak_rss_of(conns)
-        queue.clear()
-    with invariants.state_checks_deferred() if defer_state_checks else contextlib.nullcontext():
-        while queue:
-            if stop_on_violation and res.violations:
-                res.complete = False
-                break
-            if wanted and wanted <= res.violations.keys():
-                res.complete, res.stopped_early = False, True
-                break
-            k, s = queue.popleft()
-            d = parent[k][2]
-            ok_any = False
-            counted = run = 0
-            for mi, weight in every if classes is None else classes(s, moves):
-                move = moves[mi]
-                kind = kinds[mi]
-                c = cov.get(kind)
-                if c is None:  # (``setdefault`` would build a Counter per move)
-                    c = cov[kind] = Counter()
-                if guarded[mi] and not allows(s, move):
-                    c["disabled"] += weight
-                    continue
-                op, decoded, args = sp.concrete(s, move) if fixed is None else fixed[mi]
-                nxt = s.clone()
-                out = nxt.apply(op, decoded, args)
-                counted += weight
-                run += 1
-                if out.error is not None:
-                    c["rejected"] += weight
-                else:
-                    c["ok"] += weight
-                    ok_any = True
-                # a step its system knows changed nothing reaches the state it left (same key)
-                k2 = k if out.unchanged else key(nxt, symmetry)
-                new = k2 not in parent
-                violations = out.violations
-                if new and defer_state_checks and out.ctx is not None:
-                    # the state invariants, deferred (``invariants.state_checks_deferred``): once per
-                    # state, at the first step that reaches it (a step to a known state would give
-                    # the verdict that state already had)
-                    violations = out.violations = invariants.check_state(sp.component, out.ctx, violations)
-                if violations:
-                    res.keep_first(violations, (k, mi, k2, d + 1), t0, path_to, keys_to if graph else None)
-                if pending and out.ctx is not None:
-                    for w in pending:
-                        if w.check(out.ctx):
-                            res.witnesses[w.name] = d + 1
-                    if len(res.witnesses) > found:  # ask only the witnesses not yet seen
-                        found = len(res.witnesses)
-                        pending = [w for w in pending if w.name not in res.witnesses]
-                if graph:
-                    edges.append((k, k2, kind))
-                if new:
-                    if len(parent) >= max_states:
-                        res.complete = False
+                defer_state_checks=defer_state_checks,
+                stop=tripped,
+                pids=pids,
+            ) as conns:
+                explore_workers.levels(
+                    conns,
+                    init=init,
+                    k0=k0,
+                    kinds=kinds,
+                    witnesses=pending,
+                    res=res,
+                    parent=parent,
+                    cov=cov,
+                    edges=edges,
+                    graph=graph,
+                    max_states=max_states,
+                    progress=progress,
+                    stop_on_violation=stop_on_violation,
+                    wanted=wanted,
+                    t0=t0,
+                    path_to=path_to,
+                    keys_to=keys_to,
+                    tripped=tripped,
+                )
+                res.workers_peak_rss_bytes = explore_workers.peak_rss_of(conns)
+            queue.clear()
+        with invariants.state_checks_deferred() if defer_state_checks else contextlib.nullcontext():
+            while queue:
+                if stop_on_violation and res.violations:
+                    res.complete, res.stopped_by = False, "violation"
+                    break
+                if wanted and wanted <= res.violations.keys():
+                    res.complete, res.stopped_early, res.stopped_by = False, True, "until"
+                    break
+                if tripped.is_set():  # past the memory bound (the result says so below)
+                    break
+                k, s = queue.popleft()
+                d = parent[k][2]
+                ok_any = False
+                counted = run = 0
+                for mi, weight in every if classes is None else classes(s, moves):
+                    move = moves[mi]
+                    kind = kinds[mi]
+                    c = cov.get(kind)
+                    if c is None:  # (``setdefault`` would build a Counter per move)
+                        c = cov[kind] = Counter()
+                    if guarded[mi] and not allows(s, move):
+                        c["disabled"] += weight
                         continue
-                    parent[k2] = (k, mi, d + 1)
-                    res.depth = max(res.depth, d + 1)
-                    queue.append((k2, nxt))
-            res.transitions += counted
-            res.transitions_run += run
-            if not ok_any:
-                res.deadlocks += 1
-            if progress is not None and len(parent) % 5000 == 0:
-                progress(len(parent), res.transitions, d)
+                    op, decoded, args = sp.concrete(s, move) if fixed is None else fixed[mi]
+                    nxt = s.clone()
+                    out = nxt.apply(op, decoded, args)
+                    counted += weight
+                    run += 1
+                    if out.error is not None:
+                        c["rejected"] += weight
+                    else:
+                        c["ok"] += weight
+                        ok_any = True
+                    # a step its system knows changed nothing reaches the state it left (same key)
+                    k2 = k if out.unchanged else key(nxt, symmetry)
+                    new = k2 not in parent
+                    violations = out.violations
+                    if new and defer_state_checks and out.ctx is not None:
+                        # the state invariants, deferred (``invariants.state_checks_deferred``): once per
+                        # state, at the first step that reaches it (a step to a known state would give
+                        # the verdict that state already had)
+                        violations = out.violations = invariants.check_state(sp.component, out.ctx, violations)
+                    if violations:
+                        res.keep_first(violations, (k, mi, k2, d + 1), t0, path_to, keys_to if graph else None)
+                    if pending and out.ctx is not None:
+                        for w in pending:
+                            if w.check(out.ctx):
+                                res.witnesses[w.name] = d + 1
+                        if len(res.witnesses) > found:  # ask only the witnesses not yet seen
+                            found = len(res.witnesses)
+                            pending = [w for w in pending if w.name not in res.witnesses]
+                    if graph:
+                        edges.append((k, k2, kind))
+                    if new:
+                        if len(parent) >= max_states:
+                            res.complete, res.stopped_by = False, "states"
+                            continue
+                        parent[k2] = (k, mi, d + 1)
+                        res.depth = max(res.depth, d + 1)
+                        queue.append((k2, nxt))
+                res.transitions += counted
+                res.transitions_run += run
+                if not ok_any:
+                    res.deadlocks += 1
+                if progress is not None and len(parent) % 5000 == 0:
+                    progress(len(parent), res.transitions, d)
+    if tripped.is_set():
+        res.complete, res.stopped_by = False, "memory"
+        res.memory_seen_bytes = watch.seen if watch is not None else 0
     res.seconds = time.perf_counter() - t0
     res.peak_rss_bytes = explore_workers.peak_rss()
     res.states = len(parent)
