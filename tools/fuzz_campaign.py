@@ -175,6 +175,8 @@ NUMERIC = {
         "--max-refcount",
         "--prompts",
         "--arcs",
+        "--max-memory",
+        "--workers",
     ],
     "prove": ["--max-k", "--blocks", "--capacity", "--timeout", "--owners"],
     "bmc": ["--depth", "--timeout", "--blocks", "--hashes"],
