@@ -123,22 +123,30 @@ class Watch:
         """The resident sizes of the watched processes, summed (a process gone counts 0)."""
         return sum(resident_bytes(p) or 0 for p in self.pids())
 
+    def _over(self) -> bool:
+        """Sample once; trip and say so if the sum is past the bound."""
+        total = self.total()
+        if total > self.bound:
+            self.seen = total
+            self.tripped.set()
+        return bool(self.tripped.is_set())
+
     def _run(self) -> None:
-        while True:
-            total = self.total()
-            if total > self.bound:
-                self.seen = total
-                self.tripped.set()
-                return
-            if self._done.wait(PERIOD):
+        while not self._done.wait(PERIOD):
+            if self._over():
                 return
 
     def start(self) -> None:
-        self._thread.start()
+        """The first sample now, before the search takes its first state (a bound the process
+        is already past stops every search, however small its world); then every
+        :data:`PERIOD` seconds on the watch's thread."""
+        if not self._over():
+            self._thread.start()
 
     def stop(self) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 @contextmanager

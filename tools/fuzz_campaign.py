@@ -359,6 +359,9 @@ def undecided(rng: random.Random, tmp: Path) -> dict[str, Any]:
         # one state: a bound every world passes (the LRU worlds end at 4 canonical states, so
         # a bound of 5 let their search finish, an honest pass the campaign counted as a lie)
         *(["explore", "--component", c, "--max-states", "1"] for c in components.names(lambda c: c.space is not None)),
+        # past the memory bound at once (every process holds more than the smallest bound, 1M)
+        *(["explore", "--component", c, "--max-memory", "1M"] for c in components.names(lambda c: c.space is not None)),
+        ["explore", "--component", KV, "--max-memory", "1M", "--workers", "2", "--json"],
         ["vectors", str(ROOT / "stateful_tests" / "vectors" / "kvmodel-rust-tests.json"), "--component", "nope"],
         ["quirks", "--component", "nope"],
     ]
