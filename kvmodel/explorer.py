@@ -414,6 +414,8 @@ def explore(
         raise TypeError("explore() needs a space: a component's bounded world")
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
         raise ValueError(f"workers must be an integer from 1 to {MAX_WORKERS}, not {workers!r:.40}")
+    if max_memory is not None and (not isinstance(max_memory, int) or isinstance(max_memory, bool) or max_memory < 1):
+        raise ValueError(f"max_memory must be a positive number of bytes or None, not {max_memory!r:.40}")
     sp: Space = space
     init = sp.system(config or {}, quirks)
     moves = sp.moves()

@@ -82,6 +82,12 @@ def test_a_search_the_bound_does_not_stop_is_the_search_without_it() -> None:
     assert ja == jb and "max_memory_bytes" not in jb
 
 
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "6G", True])
+def test_a_bound_that_is_no_number_of_bytes_is_refused(bad: object) -> None:
+    with pytest.raises(ValueError, match="max_memory"):
+        explorer.explore({}, [], _space(), max_memory=bad)  # type: ignore[arg-type]
+
+
 @given(st.integers(1, 4096), st.sampled_from(["K", "M", "G", "k", "m", "g", "MB", "MiB", "G "]))
 def test_sizes_are_read_in_full(n: int, unit: str) -> None:
     text = f"{n}{unit}"
