@@ -4,7 +4,7 @@ An explicit-state search stores every state it has met and holds a level of live
 faithful KVBM world holds about 4 KB per stored state in one process and, with ``--workers``,
 about three times that, so a large ``--max-states`` can take a machine's whole memory. A
 :class:`Watch` samples the resident set of the search's processes (the main one and its
-workers) every tenth of a second on a thread of its own and trips once their sum passes the
+workers) every quarter of a second on a thread of its own and trips once their sum passes the
 bound; the search then stops where it stands and reports itself incomplete (``stopped_by:
 "memory"``), never a pass. A worker's pages shared with the main process since the fork count
 in both sums, so the bound errs on the safe side.
@@ -25,7 +25,7 @@ from typing import Any
 # the share of the memory available when the search starts that ``--max-memory auto`` allows
 AUTO_SHARE = 0.75
 # how often the watch samples the resident sizes (seconds)
-PERIOD = 0.1
+PERIOD = 0.25
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 # the smallest bound ``--max-memory`` accepts (a smaller one would stop every search at once)
 MIN_BOUND = 1 << 20
