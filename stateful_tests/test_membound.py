@@ -53,16 +53,27 @@ def test_a_search_past_the_bound_stops_incomplete_and_is_not_a_pass(workers: int
     assert not any(t.name == "kvmodel-memory-watch" for t in threading.enumerate())
 
 
-def test_the_bound_stops_a_growing_search_partway_with_its_counterexamples_kept() -> None:
+# (workers, bound in MiB): some way above the CLI's starting size, one process or three (a
+# worker's pages shared with the main process count in both)
+PARTWAY = [(1, 100), (2, 400)]
+
+
+@pytest.mark.parametrize(("workers", "mib"), PARTWAY, ids=["one-process", "two-workers"])
+def test_the_bound_stops_a_growing_search_partway_with_its_counterexamples_kept(workers: int, mib: int) -> None:
     """A fresh ``kvmodel explore`` (its own process: the bound is on what it grows to) of the
     faithful KVBM world, whose exhaustive search runs past a million states, with a bound some
-    way above its starting size: it stores states until it passes the bound, then stops; what
-    it found by then is the unbounded search's (the same shortest counterexamples)."""
-    args = ["explore", "--component", "kvbm", "--faithful", "--exhaustive", "--max-memory", "100M", "--json"]
+    way above its starting size: it stores states until it passes the bound, then stops (with
+    workers, within a level, whose records are dropped); what it found by then is the unbounded
+    search's (the same shortest counterexamples)."""
+    if workers > 1 and not explore_workers.available():
+        pytest.skip("no fork here")
+    args = ["explore", "--component", "kvbm", "--faithful", "--exhaustive", "--json"]
+    args += ["--max-memory", f"{mib}M", "--workers", str(workers)]
     run = subprocess.run([sys.executable, "-m", "kvmodel", *args], capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stderr  # counterexamples found before the stop: a violation
     out = json.loads(run.stdout)
-    assert out["stopped_by"] == "memory" and not out["complete"] and out["max_memory_bytes"] == 100 << 20
+    assert out["stopped_by"] == "memory" and not out["complete"] and out["max_memory_bytes"] == mib << 20
+    assert out["workers"] == workers
     assert 1000 < out["states"] < 2_000_000 and out["violations"]
     quirks = sorted(faithful("g1_kvbm"))
     full = explorer.explore({}, quirks, _space(), max_states=out["states"])
