@@ -149,6 +149,8 @@ def _apply_view(view: dict[int, int | None], events: list[Any]) -> None:
         if isinstance(e, dict) and "Store" in e:
             parent = e["Store"].get("parent_hash")
             for h in e["Store"]["blocks"]:
+                if not isinstance(h, int) or isinstance(h, bool):  # damaged: no hash (the view orders hashes)
+                    continue
                 view[h] = parent
                 parent = h
         elif isinstance(e, dict) and "Remove" in e:

@@ -71,6 +71,20 @@ def test_kv_pages_show_the_router_view_from_the_events() -> None:
     assert lines == ["router view: 0, 1←0", "router view: 0"]
 
 
+@pytest.mark.parametrize(
+    ("damaged", "view"), [([None, False], "—"), ([True, 1, "2"], "1"), ([[0], 3], "3"), ([None, 5, 4], "4←5, 5")]
+)
+def test_a_recorded_store_naming_no_hashes_is_drawn_without_them(damaged: list[object], view: str) -> None:
+    """A damaged recorded event (Store blocks that are no hashes, beside hashes) is drawn: the
+    router view keeps the integers and leaves the rest out, in the terminal and on the page (it
+    ordered them all, and None against a number raised)."""
+    t = traces.record("kv_manager", {"max_capacity": 2}, [], [("process", {"Use": [{"F": 0}]})])
+    t["steps"][0]["observe"]["events"] = [{"Store": {"blocks": damaged, "parent_hash": None}}]
+    out = show.terminal(t)
+    assert [x.strip() for x in out.splitlines() if "router view" in x] == [f"router view: {view}"]
+    assert show.page(t).startswith("<!DOCTYPE html>")
+
+
 def test_g1_pages_show_copies_tables_and_events() -> None:
     steps = [
         ("new_request", {"owner": 0, "tokens": [1, 2, 5]}),
