@@ -74,7 +74,9 @@ def readable() -> bool:
     return resident_bytes(os.getpid()) is not None
 
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
+# at most 18 digits and 9 decimals: every size it admits is a float without overflow, and any
+# longer number is past every machine's memory anyway
+_SIZE = re.compile(r"(\d{1,18}(?:\.\d{1,9})?)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
 
 
 def parse_size(text: str) -> int | None:

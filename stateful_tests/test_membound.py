@@ -118,7 +118,9 @@ def test_auto_is_three_quarters_of_what_is_available() -> None:
     assert 0.5 * avail < got <= avail
 
 
-@pytest.mark.parametrize("bad", ["", "abc", "-1G", "1X", "0", "1000", "1e9", "1..5G", "99999T", "auto2"])
+@pytest.mark.parametrize(
+    "bad", ["", "abc", "-1G", "1X", "0", "1000", "1e9", "1..5G", "99999T", "auto2", "9" * 400, "1." + "5" * 400 + "G"]
+)
 def test_cli_refuses_a_bad_size_in_one_line(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["explore", "--component", "g1_native", "--max-memory", bad]) == 2
     cap = capsys.readouterr()

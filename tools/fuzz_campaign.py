@@ -159,7 +159,7 @@ class Tally:
         }
 
 
-BAD = ["0", "-1", "1e9", "inf", "nan", "", "x", str(2**70), "1000000000", "-0", "2.5"]
+BAD = ["0", "-1", "1e9", "inf", "nan", "", "x", str(2**70), "1000000000", "-0", "2.5", "9" * 400]
 NUMERIC = {
     "check": ["--max-examples", "--steps", "--seed"],
     "explore": [
