@@ -111,6 +111,23 @@ def test_sizes_are_read_in_full(n: int, unit: str) -> None:
         assert membound.parse_size(text) == want
 
 
+@given(
+    st.text(max_size=60)
+    | st.from_regex(r"\s*[0-9.]{0,40}\s*[kKmMgGtTbBiI]{0,3}\s*", fullmatch=True)
+    | st.builds(lambda n, u: "9" * n + u, st.integers(1, 600), st.sampled_from(["", "K", "G", ".5T"]))
+)
+def test_any_text_is_a_size_in_range_or_a_value_error(text: str) -> None:
+    """Whatever ``--max-memory`` is given, the answer is a size the machine has or a reason (never
+    another exception: a number too long for a float once overflowed)."""
+    try:
+        n = membound.parse_size(text)
+    except ValueError:
+        return
+    assert text.strip().lower() == "auto" or (
+        n is not None and membound.MIN_BOUND <= n <= (membound.physical_bytes() or n)
+    )
+
+
 def test_auto_is_three_quarters_of_what_is_available() -> None:
     got = membound.parse_size("auto")
     avail = membound._meminfo("MemAvailable")
