@@ -332,7 +332,7 @@ def levels(
             res.complete, res.stopped_by = False, "violation"
             return True
         if wanted and wanted <= res.violations.keys():
-            res.complete, res.stopped_early, res.stopped_by = False, True, "until"
+            res.complete, res.stopped_by = False, "until"
             return True
         return False
 

@@ -179,9 +179,8 @@ class ExploreResult:
     until: list[str] = attrs.field(factory=list)
     # what the world bounds that the real code does not (``bounds_of``)
     bounds: list[str] = attrs.field(factory=list)
-    stopped_early: bool = False
     # why an incomplete search stopped: "states" (``max_states``), "memory" (``max_memory``),
-    # "until" (every invariant asked for has its counterexample), "violation"
+    # "until" (every invariant asked for has its counterexample, ``stopped_early``), "violation"
     # (``stop_on_violation``); None for a complete search
     stopped_by: str | None = None
     # the bound on the search's resident memory (None: none kept) and, when it stopped the
@@ -223,6 +222,11 @@ class ExploreResult:
                 }
                 if keys_to is not None:
                     got["path_keys"] = [*keys_to(k), k2]
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether the search stopped once every invariant in ``until`` had its counterexample."""
+        return self.stopped_by == "until"
 
     @property
     def states_per_second(self) -> float:
@@ -510,7 +514,7 @@ def explore(
                     res.complete, res.stopped_by = False, "violation"
                     break
                 if wanted and wanted <= res.violations.keys():
-                    res.complete, res.stopped_early, res.stopped_by = False, True, "until"
+                    res.complete, res.stopped_by = False, "until"
                     break
                 if tripped.is_set():  # past the memory bound (the result says so below)
                     break
