@@ -352,8 +352,17 @@ class KvbmKvManager:
             try:
                 cursor = self._commit_one(sig, p, canon, cursor, cacheable, flush, append)
             except _Unwind as u:
-                self._unwind(sig, prepared, i + 1, u.release)
-                raise u.panic from None
+                unwound: _Unwind | None = u
+            else:
+                unwound = None
+            if unwound is not None:
+                # the panic is raised outside the handler, so it carries no context: the unwinding
+                # is the model's, and the walk's frames and the ``_Unwind`` would otherwise hold
+                # the panic in reference cycles that only Python's collector frees
+                panic, release = unwound.panic, unwound.release
+                del unwound
+                self._unwind(sig, prepared, i + 1, release)
+                raise panic
             if p.kind in ("fresh_full", "fresh_partial") and (p.kind == "fresh_partial" or canon[id(p)] == p.slot):
                 taken += 1
         flush()
