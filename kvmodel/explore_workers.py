@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
-from kvmodel import invariants
+from kvmodel import invariants, membound
 
 # the most worker processes ``explore`` will start (``kvmodel explore --workers`` is bounded too)
 MAX_WORKERS = 64
@@ -92,6 +92,13 @@ def _worker(conn: Connection, job: dict[str, Any]) -> None:
 
 
 def _serve(conn: Connection, job: dict[str, Any]) -> None:
+    # the collector, paused for the search (``membound.collector_paused``), as the main process
+    # pauses it in the one-process loop
+    with membound.collector_paused() as collector:
+        _expand_levels(conn, job, collector)
+
+
+def _expand_levels(conn: Connection, job: dict[str, Any], collector: membound.PausedCollector) -> None:
     sp, moves, fixed, symmetry = job["space"], job["moves"], job["fixed"], job["symmetry"]
     component, defer, ws, graph = job["component"], job["defer"], job["witnesses"], job["graph"]
     classes, halt = job["classes"], job["stop"]
@@ -114,6 +121,7 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
             continue
         _, items, new_keys, pending_names, room, recorded = msg
         known.update(new_keys)
+        collector.tick(len(known))
         told = set(recorded)
         pending = [w for w in ws if w.name in pending_names]
         met: dict[Any, int] = {}
@@ -314,6 +322,7 @@ def levels(
     path_to: Callable[[Any], list[int]],
     keys_to: Callable[[Any], list[Any]],
     tripped: Any,
+    collector: Any = None,
 ) -> None:
     """The one-process loop of ``explorer.explore`` over the workers behind ``conns``
     (:func:`started`): level by level, each worker expands its share and the records are merged
@@ -339,6 +348,8 @@ def levels(
     while level:
         if stop() or tripped.is_set():
             return
+        if collector is not None:
+            collector.tick(len(parent))
         d = parent[level[0][0]][2]
         holders = [0 if h < 0 else h for _, h, _ in level]
         who = balance(holders, n)

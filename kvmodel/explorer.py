@@ -471,7 +471,10 @@ def explore(
     res.max_memory_bytes = max_memory if membound.readable() else None
     tripped = membound.event(workers)
     pids: list[int] = [os.getpid()]
-    with membound.watching(res.max_memory_bytes, tripped, lambda: pids) as watch:
+    with (
+        membound.collector_paused() as collector,
+        membound.watching(res.max_memory_bytes, tripped, lambda: pids) as watch,
+    ):
         if workers > 1:
             with explore_workers.started(
                 workers,
@@ -505,6 +508,7 @@ def explore(
                     path_to=path_to,
                     keys_to=keys_to,
                     tripped=tripped,
+                    collector=collector,
                 )
                 res.workers_peak_rss_bytes = explore_workers.peak_rss_of(conns)
             queue.clear()
@@ -519,6 +523,7 @@ def explore(
                 if tripped.is_set():  # past the memory bound (the result says so below)
                     break
                 k, s = queue.popleft()
+                collector.tick(len(parent))
                 d = parent[k][2]
                 ok_any = False
                 counted = run = 0

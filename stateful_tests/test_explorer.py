@@ -735,3 +735,117 @@ def test_every_world_declares_its_bounds_and_the_explorer_reports_them(
     assert cli.main(["explore", "--component", name, "--max-states", "50"]) in (0, 1, 3)
     text = capsys.readouterr().out
     assert [line[len("bounded: ") :] for line in text.splitlines() if line.startswith("bounded: ")] == reported
+
+
+@pytest.mark.parametrize("faithful", [False, True], ids=["ideal", "faithful"])
+@pytest.mark.parametrize("name", sorted(c.name for c in components.registered() if c.space is not None))
+def test_a_search_leaves_nothing_for_the_cycle_collector(name: str, faithful: bool) -> None:
+    """Every state, step, outcome and rejection a search makes is freed by reference counting
+    alone: none is left in a reference cycle for Python's collector (which then costs a search
+    its time, and holds whole copies of the manager until it runs). A panic the model raised out
+    of a handler of its own once did: its context held the walk's frames, and they the panic."""
+    import gc
+
+    from kvmodel.model.quirks import faithful as faithful_set
+
+    _, config, space = _cli_world(name)
+    qs = sorted(faithful_set(name)) if faithful else []
+    explorer.explore(config, qs, space, max_states=300)  # imports what the search imports
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        r = explorer.explore(config, qs, space, max_states=300)
+        assert r.transitions_run > r.states > 1
+        del r
+        gc.collect()
+        left = list(gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was:
+            gc.enable()
+    ours = sorted(
+        {
+            type(o).__qualname__
+            for o in left
+            if type(o).__module__.startswith("kvmodel") or type(o).__name__ in ("frame", "traceback")
+        }
+    )
+    assert ours == [], f"{name}: left in cycles: {ours}"
+
+
+class _CollectorSpy:
+    """A world that records, at each key it spells, whether Python's cycle collector is on."""
+
+    def __init__(self, space: Any) -> None:
+        self.space, self.seen = space, list[bool]()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.space, name)
+
+    def key(self, s: Any, symmetry: bool) -> Any:
+        import gc
+
+        self.seen.append(gc.isenabled())
+        return self.space.key(s, symmetry)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["on-before", "off-before"])
+def test_the_collector_is_paused_for_a_search_and_left_as_it_was(enabled: bool) -> None:
+    """The search runs with the cycle collector paused and gives it back as it found it, also
+    when the search fails; the search is the same either way."""
+    import gc
+
+    _, config, space = _cli_world("g1_native")
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        spy = _CollectorSpy(space)
+        r = explorer.explore(config, [], spy, max_states=200)  # type: ignore[arg-type]
+        # (the root's key is spelled as the search is set up, before it begins)
+        assert set(spy.seen[1:]) == {False} and len(spy.seen) > 100 and gc.isenabled() is enabled
+        with pytest.raises(ValueError):
+            explorer.explore(config, [], spy, max_states=200, workers=0)  # type: ignore[arg-type]
+        assert gc.isenabled() is enabled
+        broken = _CollectorSpy(space)
+        broken.key = lambda s, symmetry: 1 / 0  # type: ignore[method-assign]
+        with pytest.raises(ZeroDivisionError):
+            explorer.explore(config, [], broken, max_states=200)  # type: ignore[arg-type]
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    run = ("seconds", "states_per_second", "bytes_per_state", "peak_rss_bytes")
+    again = explorer.explore(config, [], space, max_states=200).to_json()
+    assert {k: v for k, v in r.to_json().items() if k not in run} == {k: v for k, v in again.items() if k not in run}
+
+
+def test_a_model_that_leaves_cycles_is_collected_as_the_stored_states_double(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Paused, the collector still runs once the stored states double (from ``FIRST_COLLECT``):
+    a model that did leave cycles does not grow the search without bound."""
+    import gc
+    import weakref
+
+    from kvmodel import membound
+
+    class Node:
+        pass
+
+    monkeypatch.setattr(membound, "FIRST_COLLECT", 10)
+    with membound.collector_paused() as c:
+        assert not gc.isenabled()
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        gone = weakref.ref(a)
+        del a, b
+        c.tick(9)
+        assert gone() is not None and c.collections == 0  # not yet: fewer than 10 stored
+        c.tick(10)
+        assert gone() is None and c.collections == 1 and c.next == 20
+        c.tick(19)
+        assert c.collections == 1
+        c.tick(25)
+        assert c.collections == 2 and c.next == 50
