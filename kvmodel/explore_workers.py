@@ -322,7 +322,7 @@ def levels(
     path_to: Callable[[Any], list[int]],
     keys_to: Callable[[Any], list[Any]],
     tripped: Any,
-    collector: Any = None,
+    collector: membound.PausedCollector | None = None,
 ) -> None:
     """The one-process loop of ``explorer.explore`` over the workers behind ``conns``
     (:func:`started`): level by level, each worker expands its share and the records are merged

@@ -413,7 +413,11 @@ def explore(
     (``kvmodel.membound``; ``None``: none). Past it the search stops where it stands — in one
     process before the next state, with workers at the end of the level, whose records are
     dropped — and is incomplete (``stopped_by == "memory"``): where it stops depends on when the
-    bound was passed, so only the states and counts up to there are the one-process search's."""
+    bound was passed, so only the states and counts up to there are the one-process search's.
+
+    Python's cycle collector is paused for the search and given back as it was found
+    (``membound.collector_paused``): the models leave no reference cycles, so it would only scan
+    the stored states again and again; a full collection still runs each time they double."""
     if space is None:
         raise TypeError("explore() needs a space: a component's bounded world")
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
