@@ -322,7 +322,7 @@ def levels(
     path_to: Callable[[Any], list[int]],
     keys_to: Callable[[Any], list[Any]],
     tripped: Any,
-    collector: membound.PausedCollector | None = None,
+    collector: membound.PausedCollector,
 ) -> None:
     """The one-process loop of ``explorer.explore`` over the workers behind ``conns``
     (:func:`started`): level by level, each worker expands its share and the records are merged
@@ -348,8 +348,7 @@ def levels(
     while level:
         if stop() or tripped.is_set():
             return
-        if collector is not None:
-            collector.tick(len(parent))
+        collector.tick(len(parent))
         d = parent[level[0][0]][2]
         holders = [0 if h < 0 else h for _, h, _ in level]
         who = balance(holders, n)
