@@ -44,7 +44,7 @@ class KvbmMonitor(AnnouncedStream):
         g = hashes.get
         return tuple(sorted((g(h, h), min(c, 2)) for h, c in self.announced.items()))
 
-    def observe(self, events: list[Any], uncached: set[int], use_marks: Iterable[int] = ()) -> None:
+    def observe(self, events: list[Any], uncached: frozenset[int], use_marks: Iterable[int] = ()) -> None:
         """One operation's events; ``use_marks``: where each Use of the operation began (the
         Removed-before-Stored order holds per Use: ``process_use`` publishes its own events)."""
         self.faults = {}
@@ -108,7 +108,7 @@ class Before:
     index_key: Any
     inactive_before: int
     holdings: dict[int, list[Any]] = attrs.field(factory=dict)
-    uncached: set[int] = attrs.field(factory=set)
+    uncached: frozenset[int] = attrs.field(factory=frozenset)
     dest_pins: Counter[Any] = attrs.field(factory=Counter)
 
 

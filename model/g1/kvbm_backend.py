@@ -63,9 +63,10 @@ class ActiveFull:
     refs: int
 
 
-@attrs.define
+@attrs.frozen
 class Shadow:
-    """``registered_blocks[plh]``: what this manager registered and published."""
+    """``registered_blocks[plh]``: what this manager registered and published. Frozen: the clones
+    of a manager share their shadows, and a change replaces one."""
 
     seq_hash: int
     block_id: int
@@ -177,10 +178,8 @@ class KvbmKvManager:
         c.sub = self.sub.clone()
         c.active_partial = dict(self.active_partial)
         c.active_full = {k: ActiveFull(v.block, v.plh, v.refs) for k, v in self.active_full.items()}
-        c.registered = {
-            k: Shadow(v.seq_hash, v.block_id, v.parent_hash, v.local_hash, v.token_ids, v.cacheable, list(v.aliases))
-            for k, v in self.registered.items()
-        }
+        # the shadows are never changed in place (``_alias`` replaces one): shared with the clone
+        c.registered = dict(self.registered)
         c.outbox = list(self.outbox)
         c.use_marks = list(self.use_marks)
         return c
@@ -457,7 +456,8 @@ class KvbmKvManager:
         s = self.registered.get(plh)
         if self.q("plh_reuse_keeps_first_name") or s is None or h in s.names() or self._silent(cacheable):
             return False
-        s.aliases.append(h)
+        # a new shadow, not the old one changed: the clones of a manager share its shadows
+        self.registered[plh] = attrs.evolve(s, aliases=[*s.aliases, h])
         return True
 
     # -- Deref

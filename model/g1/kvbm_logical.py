@@ -15,7 +15,7 @@ logical tick. A PLH is modelled as the triple ``(sequence hash, parent, position
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import Any
 
 import attrs
@@ -272,23 +272,35 @@ class Substrate:
 
     def __init__(self, total: int, backend: str = "Lineage") -> None:
         self.total = total
-        self.free: deque[int] = deque(range(total))
-        self.mutable: set[int] = set()
+        # the free list and the mutable slots are immutable values, replaced on every change, so
+        # that a clone shares them (the explorer holds thousands of clones; a deque costs 600
+        # bytes, an empty set 216)
+        self.free: tuple[int, ...] = tuple(range(total))
+        self.mutable: frozenset[int] = frozenset()
         self.primaries: dict[PLH, list[int]] = {}  # plh -> [block, handles]
         self.inactive: Index = make_index(backend)
         self.tick = 0
         self.dedup = 0
-        # kvbm-logical's BlockPoolMetrics counters (metrics/pool_metrics.rs); not part of the key
+        # kvbm-logical's BlockPoolMetrics counters (metrics/pool_metrics.rs); not part of the key.
+        # Copy-on-write: a clone shares them until it counts (:meth:`_count`)
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        self._own_counters = True
 
     def clone(self) -> Substrate:
         c = Substrate.__new__(Substrate)
-        c.total, c.free, c.mutable = self.total, deque(self.free), set(self.mutable)
+        c.total, c.free, c.mutable = self.total, self.free, self.mutable
         c.primaries = {k: list(v) for k, v in self.primaries.items()}
         c.inactive = self.inactive.clone()
         c.tick, c.dedup = self.tick, self.dedup
-        c.counters = dict(self.counters)
+        c.counters, c._own_counters = self.counters, False
+        self._own_counters = False
         return c
+
+    def _count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to a metrics counter, first copying counters shared with a clone."""
+        if not self._own_counters:
+            self.counters, self._own_counters = dict(self.counters), True
+        self.counters[name] += n
 
     def available(self) -> int:
         return len(self.free) + len(self.inactive)
@@ -298,57 +310,55 @@ class Substrate:
         evictions in the index's order. Returns the slots and the evicted PLHs."""
         if self.available() < n:
             return None
-        out: list[int] = []
+        from_reset = min(n, len(self.free))
+        out = list(self.free[:from_reset])
+        self.free = self.free[from_reset:]
         evicted: list[PLH] = []
-        while len(out) < n and self.free:
-            out.append(self.free.popleft())
-        from_reset = len(out)
         while len(out) < n:
             got = self.inactive.evict()
             assert got is not None
             evicted.append(got[0])
             out.append(got[1])
-        self.mutable.update(out)
-        c = self.counters
-        c["allocations"] += n
-        c["allocations_from_reset"] += from_reset
-        c["evictions"] += len(evicted)
+        self.mutable = self.mutable.union(out)
+        self._count("allocations", n)
+        self._count("allocations_from_reset", from_reset)
+        self._count("evictions", len(evicted))
         return out, evicted
 
     def release_mutable(self, block: int) -> None:
-        self.mutable.discard(block)
-        self.free.append(block)
+        self.mutable = self.mutable - {block}
+        self.free = (*self.free, block)
 
     def register(self, block: int, plh: PLH) -> int:
         """Reject policy: an active primary or an inactive block (resurrected) with this PLH
         wins and the candidate slot goes to the back of the free list."""
-        self.counters["stagings"] += 1
+        self._count("stagings")
         got = self.match(plh, count=False)
         if got is not None:
             self.dedup += 1
             self.release_mutable(block)
             return got
-        self.mutable.discard(block)
+        self.mutable = self.mutable - {block}
         self.primaries[plh] = [block, 1]
-        self.counters["registrations"] += 1
+        self._count("registrations")
         return block
 
     def match(self, plh: PLH, count: bool = True) -> int | None:
         """One handle on the block registered under ``plh`` (resurrecting an inactive one)."""
         if count:
-            self.counters["match_hashes_requested"] += 1
+            self._count("match_hashes_requested")
         p = self.primaries.get(plh)
         if p is not None:
             p[1] += 1
             if count:
-                self.counters["match_blocks_returned"] += 1
+                self._count("match_blocks_returned")
             return p[0]
         b = self.inactive.take(plh)
         if b is None:
             return None
         self.primaries[plh] = [b, 1]
         if count:
-            self.counters["match_blocks_returned"] += 1
+            self._count("match_blocks_returned")
         return b
 
     def drop(self, plh: PLH) -> None:

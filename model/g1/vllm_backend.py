@@ -142,7 +142,8 @@ class VllmKvManager:
         self.publishers = publishers
         self.dp_rank = dp_rank
         self.tables: dict[int, list[Entry]] = {}
-        self.partial_uuids: set[str] = set()
+        # an immutable value, replaced on a change, so that clones share it
+        self.partial_uuids: frozenset[str] = frozenset()
         self.next_event_id = 0
         self.outbox: list[Published] = []
 
@@ -157,7 +158,7 @@ class VllmKvManager:
         )
         c.pool = self.pool.clone()
         c.tables = {k: [Entry(e.copy, e.hash, e.uuid, e.pending) for e in v] for k, v in self.tables.items()}
-        c.partial_uuids = set(self.partial_uuids)
+        c.partial_uuids = self.partial_uuids
         c.next_event_id = self.next_event_id
         c.outbox = list(self.outbox)
         return c
@@ -252,7 +253,7 @@ class VllmKvManager:
                 continue
             if isinstance(b, PartialBlock):
                 table.append(Entry(self.pool.allocate_private(r), None, b.uuid))
-                self.partial_uuids.add(b.uuid)
+                self.partial_uuids = self.partial_uuids | {b.uuid}
                 if cache_fresh:
                     stores.append(None)  # a partial ends the run of published blocks
                 continue
@@ -348,7 +349,7 @@ class VllmKvManager:
         for e in reversed(tail):
             if e.hash is None:
                 assert e.uuid is not None
-                self.partial_uuids.discard(e.uuid)
+                self.partial_uuids = self.partial_uuids - {e.uuid}
             self.pool.release(e.copy)
 
     def promote_for_request(
@@ -376,7 +377,7 @@ class VllmKvManager:
             self._publish(
                 Stored(parent, (StoredBlock(h, local_hash or 0),)), None if token_ids is None else [list(token_ids)]
             )
-        self.partial_uuids.discard(uuid)
+        self.partial_uuids = self.partial_uuids - {uuid}
         e.hash, e.uuid, e.pending = h, None, None
 
     # -- decode reservations

@@ -66,8 +66,9 @@ class G1KvbmSystem(G1RequestSystem):
     def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
         super().__init__(config, quirks)
         self.holdings: dict[int, list[Any]] = {}
-        self.stalled: set[int] = set()
-        self.uncached: set[int] = set()
+        # immutable values, replaced on a change, so that clones share them
+        self.stalled: frozenset[int] = frozenset()
+        self.uncached: frozenset[int] = frozenset()
         # the world's table of the requests' caching-disabled hashes, where renaming requests
         # renames them (``KvbmSpace.system`` sets it; ``None``: no hash is renamed)
         self.hash_renaming: HashRenaming | None = None
@@ -80,11 +81,11 @@ class G1KvbmSystem(G1RequestSystem):
     def _copy_own(self, c: Any) -> None:
         c.hash_renaming = self.hash_renaming
         c.holdings = {k: list(v) for k, v in self.holdings.items()}
-        c.stalled = set(self.stalled)
-        c.uncached = set(self.uncached)
+        c.stalled = self.stalled
+        c.uncached = self.uncached
 
     def _bookkeeping(self) -> tuple[Any, ...]:
-        return ({k: list(v) for k, v in self.holdings.items()}, set(self.stalled))
+        return ({k: list(v) for k, v in self.holdings.items()}, self.stalled)
 
     def _restore(self, saved: tuple[Any, ...]) -> None:
         self.holdings, self.stalled = saved
@@ -159,7 +160,7 @@ class G1KvbmSystem(G1RequestSystem):
                 if isinstance(r, Ready):
                     held.extend(sig.blocks)
                 else:
-                    self.stalled.add(o)
+                    self.stalled = self.stalled | {o}
         s.commit_allocation(len(s))
         return out
 
@@ -180,7 +181,7 @@ class G1KvbmSystem(G1RequestSystem):
     def _forget(self, o: int) -> None:
         super()._forget(o)
         self.holdings.pop(o, None)
-        self.stalled.discard(o)
+        self.stalled = self.stalled - {o}
 
     def _of_model(self) -> tuple[Any, Any, int]:
         """The manager's parts, its inactive index's key and size (immutable values: the clones
@@ -196,7 +197,7 @@ class G1KvbmSystem(G1RequestSystem):
     def _observe(self) -> list[Any]:
         for s in self.seqs.values():
             if not s.caching:
-                self.uncached.update(s.seq_hashes)
+                self.uncached = self.uncached.union(s.seq_hashes)
         marks = self.model.kvbm.drain_use_marks()
         events: list[Any] = self.model.drain_events()
         self.monitor.observe(events, self.uncached, marks)
