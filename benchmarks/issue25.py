@@ -90,7 +90,7 @@ def goal1() -> dict[str, Any]:
     readme = next((w for n, w in worlds.items() if n.startswith("README")), None)
     cap3 = worlds.get("kv_manager capacity 3, 4 ids")
     # a finished peer must find the same invariants at the same depths; a bounded one nothing more
-    same = [
+    same: list[bool | None] = [
         bool(w.get("same_violations_and_depths"))
         if w["peer_exhaustive"].get("complete")
         else bool(w.get("peer_found_nothing_more"))
