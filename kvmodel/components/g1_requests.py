@@ -274,7 +274,7 @@ class G1RequestSystem(System):
         self.seqs: dict[int, Any] = {}
         self.decodes: list[Any] = []
         self.dest: dict[int, Any] = {}
-        self._pre: Any = None
+        self._pre: Any = None  # the step's record while it runs (an action may add to it)
         # the manager's key, ``_of_model()`` and the reservations' key (``None`` without one),
         # while the system is as it was cloned
         self._source: tuple[Any, Any, Any] | None = None
@@ -435,4 +435,7 @@ class G1RequestSystem(System):
             )
         out.violations = check_all(self.component, ctx)
         out.ctx = ctx
+        # the step's record lives on in ``out.ctx`` only: a successor the explorer keeps in its
+        # level does not hold it (about 270 bytes a faithful KVBM state)
+        self._pre = None
         return out

@@ -600,7 +600,7 @@ class KvbmKvManager:
         taken (the handle pins the primary until dropped)."""
         e = self.active_full.get(seq_hash)
         if e is not None:
-            self.sub.primaries[e.plh][1] += 1
+            self.sub.pin(e.plh)
             return True
         return self.sub.match(plh) is not None
 
@@ -638,7 +638,7 @@ class KvbmKvManager:
             k += 1
             e = self.active_full.get(b.hash)
             if e is not None:
-                self.sub.primaries[e.plh][1] += 1
+                self.sub.pin(e.plh)
                 pinned.append((b.hash, e.plh))
                 continue
             if self.sub.match(plh) is None:

@@ -277,7 +277,8 @@ class Substrate:
         # bytes, an empty set 216)
         self.free: tuple[int, ...] = tuple(range(total))
         self.mutable: frozenset[int] = frozenset()
-        self.primaries: dict[PLH, list[int]] = {}  # plh -> [block, handles]
+        # plh -> (block, handles): immutable pairs, replaced on a change, so that a clone shares them
+        self.primaries: dict[PLH, tuple[int, int]] = {}
         self.inactive: Index = make_index(backend)
         self.tick = 0
         self.dedup = 0
@@ -289,7 +290,7 @@ class Substrate:
     def clone(self) -> Substrate:
         c = Substrate.__new__(Substrate)
         c.total, c.free, c.mutable = self.total, self.free, self.mutable
-        c.primaries = {k: list(v) for k, v in self.primaries.items()}
+        c.primaries = dict(self.primaries)
         c.inactive = self.inactive.clone()
         c.tick, c.dedup = self.tick, self.dedup
         c.counters, c._own_counters = self.counters, False
@@ -339,7 +340,7 @@ class Substrate:
             self.release_mutable(block)
             return got
         self.mutable = self.mutable - {block}
-        self.primaries[plh] = [block, 1]
+        self.primaries[plh] = (block, 1)
         self._count("registrations")
         return block
 
@@ -349,26 +350,33 @@ class Substrate:
             self._count("match_hashes_requested")
         p = self.primaries.get(plh)
         if p is not None:
-            p[1] += 1
+            self.primaries[plh] = (p[0], p[1] + 1)
             if count:
                 self._count("match_blocks_returned")
             return p[0]
         b = self.inactive.take(plh)
         if b is None:
             return None
-        self.primaries[plh] = [b, 1]
+        self.primaries[plh] = (b, 1)
         if count:
             self._count("match_blocks_returned")
         return b
 
     def drop(self, plh: PLH) -> None:
         """Drop one handle; the last one sends the block to the index as its newest entry."""
-        p = self.primaries[plh]
-        p[1] -= 1
-        if p[1] == 0:
-            del self.primaries[plh]
-            self.inactive.insert(plh, p[0], self.tick)
-            self.tick += 1
+        block, handles = self.primaries[plh]
+        handles -= 1
+        if handles != 0:
+            self.primaries[plh] = (block, handles)
+            return
+        del self.primaries[plh]
+        self.inactive.insert(plh, block, self.tick)
+        self.tick += 1
+
+    def pin(self, plh: PLH) -> None:
+        """One more handle on the active primary of ``plh`` (a clone of its ``ImmutableBlock``)."""
+        block, handles = self.primaries[plh]
+        self.primaries[plh] = (block, handles + 1)
 
     def block_of(self, plh: PLH) -> int | None:
         p = self.primaries.get(plh)
