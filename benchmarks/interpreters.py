@@ -1,0 +1,209 @@
+"""The same exhaustive searches under CPython and under PyPy (issue 25, goal 3).
+
+Goal 3 asks 10k canonical states/s of the G1 and KVBM searches; the nineteenth session's
+profile put the ceiling of the model's own step and copy in CPython under that
+(``g1_step_costs.py``). The question left to the team was whether running the explorer on
+another interpreter would close the gap. This measures it: each world is searched to its end
+once per interpreter and repeat, every run in its own process, CPython (this script's
+interpreter) and PyPy alternating. The peer, in the same run and under both interpreters, is the
+anchors' plain-Python toy-pool BFS (``benchmarks/explore.py``'s ``peer``): what a JIT gives code
+built of tuples and small functions.
+
+PyPy is not part of kvmodel's install: ``tools/fetch-pypy.sh DIR`` unpacks Debian forky's PyPy
+8.0.1 (Python 3.11) into ``DIR`` and writes ``DIR/pypy``. Under PyPy the child imports kvmodel
+from this checkout through a folder of links laid out as the installed package
+(``kvmodel/model`` and friends are top-level folders of the repository), with ``DIR/site`` for
+attrs and xxhash; before it measures anything it checks that PyPy's block hashes are CPython's.
+``sys.getsizeof`` raises ``TypeError`` on PyPy unless given a default, so the explorer's bytes
+per state read 0 there (patched in the child only; the figure is not compared).
+
+A world's two searches must agree on everything but time (states, concrete states, transitions,
+depth, violations, coverage): ``same`` in the JSON. Figures are the best of ``--repeats`` runs
+(CPU time is what varies between runs of one search).
+
+Writes ``benchmarks/results/interpreters.json``. Usage: ``python benchmarks/interpreters.py
+--pypy DIR/pypy [--repeats N] [--out FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+# (name, component, requests, capacity): the CLI's default world of each G1 component
+# (``benchmarks/g1_worlds.py``'s), ideal, request symmetry on, searched to its end
+WORLDS = [
+    ("g1_native, 2 requests, capacity 4", "g1_native", 2, 4),
+    ("g1_native, 3 requests, capacity 4", "g1_native", 3, 4),
+    ("g1_kvbm, 2 requests, capacity 4", "g1_kvbm", 2, 4),
+]
+PEER = "peer: the anchors' toy-pool BFS"
+# the hashes a child checks against CPython's before it measures (token lists and salts)
+HASH_PROBES = [([1, 2, 3, 4], 0), ([7] * 16, 1337), (list(range(64)), 2**63 - 1)]
+# the parts of the package that live outside ``kvmodel/`` in the repository (setuptools'
+# ``package-dir``; ``tools/typecheck.py`` lays them out the same way)
+OUTSIDE = {"model": "model", "invariants": "invariants", "specs": "specs"}
+
+
+def _child(world: str) -> dict[str, Any]:
+    """One search (or the peer) in this process, as a JSON-able record."""
+    if sys.implementation.name == "pypy":
+        plain = sys.getsizeof
+        sys.getsizeof = lambda o, d=0: plain(o, d)  # type: ignore[assignment]
+    from kvmodel.model import hashing
+
+    out: dict[str, Any] = {
+        "interpreter": f"{platform.python_implementation()} {'.'.join(map(str, sys.implementation.version[:3]))}"
+        f" (Python {platform.python_version()})",
+        "hashes": [hashing.block_hash(t, s) for t, s in HASH_PROBES],
+    }
+    if world == PEER:
+        sys.path.insert(0, str(HERE))
+        from explore import peer
+
+        got = peer()
+        if got is None:
+            raise SystemExit("interpreters.py: the anchors' toy model is not on this machine")
+        out.update(states=got["states"], transitions=got["transitions"], seconds=got["seconds"])
+        return out
+    from kvmodel import components, explorer
+
+    _, component, owners, capacity = next(w for w in WORLDS if w[0] == world)
+    comp = components.get(component)
+    space = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": owners}))
+    t0 = time.process_time()
+    res = explorer.explore({"max_capacity": capacity}, (), space, max_states=5_000_000)
+    cpu = time.process_time() - t0
+    out.update(
+        states=res.states,
+        concrete_states=res.concrete_states,
+        transitions=res.transitions,
+        depth=res.depth,
+        complete=res.complete,
+        violations=sorted(res.violations),
+        coverage=res.coverage,
+        seconds=round(res.seconds, 3),
+        cpu_seconds=round(cpu, 3),
+    )
+    return out
+
+
+def _package_links(into: Path) -> Path:
+    """A folder holding ``kvmodel`` as installed, made of links into this checkout."""
+    pkg = into / "kvmodel"
+    pkg.mkdir()
+    for p in (ROOT / "kvmodel").iterdir():
+        (pkg / p.name).symlink_to(p)
+    for name, where in OUTSIDE.items():
+        if not (pkg / name).exists():
+            (pkg / name).symlink_to(ROOT / where)
+    return into
+
+
+def _run(cmd: list[str], world: str, env: dict[str, str]) -> dict[str, Any]:
+    p = subprocess.run(
+        [*cmd, str(Path(__file__).resolve()), "--child", world],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),  # not the checkout: ``kvmodel/`` there is not the whole package
+        check=False,
+    )
+    if p.returncode != 0:
+        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"interpreters.py: {cmd[0]} failed on {world!r}: {tail}")
+    return json.loads(p.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    keys = ("states", "concrete_states", "transitions", "depth", "complete", "violations", "coverage")
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def _figures(r: dict[str, Any]) -> dict[str, Any]:
+    return {"interpreter": r["interpreter"], "seconds": r["seconds"], "states_per_s": round(r["states"] / r["seconds"])}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pypy", help="a PyPy 3.11 command (tools/fetch-pypy.sh DIR writes DIR/pypy)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "interpreters.json"))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child is not None:
+        print(json.dumps(_child(a.child)))
+        return 0
+    if a.pypy is None:
+        print("interpreters.py: --pypy is required (tools/fetch-pypy.sh DIR writes DIR/pypy)")
+        return 2
+    pypy = Path(a.pypy)
+    if not pypy.is_file() or not os.access(pypy, os.X_OK):
+        print(f"interpreters.py: --pypy {a.pypy}: not an executable file (tools/fetch-pypy.sh DIR writes DIR/pypy)")
+        return 2
+    if a.repeats < 1:
+        print(f"interpreters.py: --repeats {a.repeats}: must be at least 1")
+        return 2
+    site = pypy.resolve().parent / "site"
+    with tempfile.TemporaryDirectory() as tmp:
+        links = _package_links(Path(tmp))
+        pypy_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(links), str(site)])}
+        runs = {"cpython": ([sys.executable], dict(os.environ)), "pypy": ([str(pypy)], pypy_env)}
+        rows = []
+        for world in [PEER, *(w[0] for w in WORLDS)]:
+            got: dict[str, list[dict[str, Any]]] = {"cpython": [], "pypy": []}
+            for _ in range(a.repeats):
+                for name, (cmd, env) in runs.items():  # alternated
+                    got[name].append(_run(cmd, world, env))
+                    r = got[name][-1]
+                    print(f"{world} [{r['interpreter']}]: {r['states']} states in {r['seconds']} s", flush=True)
+            if got["pypy"][0]["hashes"] != got["cpython"][0]["hashes"]:
+                print("interpreters.py: PyPy's block hashes differ from CPython's: its xxhash is not the same")
+                return 1
+            best = {k: min(v, key=lambda r: r["seconds"]) for k, v in got.items()}
+            c, p = best["cpython"], best["pypy"]
+            rows.append(
+                {
+                    "world": world,
+                    "states": c["states"],
+                    "concrete_states": c.get("concrete_states"),
+                    "transitions": c["transitions"],
+                    "same": _same(c, p) and all(_same(r, c) for v in got.values() for r in v),
+                    "cpython": _figures(c),
+                    "pypy": _figures(p),
+                    "speedup": round(c["seconds"] / p["seconds"], 2),
+                    "all_seconds": {k: [r["seconds"] for r in v] for k, v in got.items()},
+                }
+            )
+    doc = {
+        "benchmark": "interpreters",
+        "what": "the same whole searches under CPython and PyPy, alternated, best of the repeats",
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+        ).stdout.strip(),
+        "machine": {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine()},
+        "repeats": a.repeats,
+        "rows": rows,
+    }
+    Path(a.out).write_text(json.dumps(doc, indent=2) + "\n")
+    for r in rows:
+        print(
+            f"{r['world']}: CPython {r['cpython']['states_per_s']:,}/s, PyPy {r['pypy']['states_per_s']:,}/s "
+            f"({r['speedup']}x), same search: {r['same']}"
+        )
+    return 0 if all(r["same"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
