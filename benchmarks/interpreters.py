@@ -1,4 +1,4 @@
-"""The same exhaustive searches under CPython and under PyPy (issue 25, goal 3).
+"""The same exhaustive searches under CPython, under PyPy, and compiled by Cython (issue 25, goal 3).
 
 Goal 3 asks 10k canonical states/s of the G1 and KVBM searches; the nineteenth session's
 profile put the ceiling of the model's own step and copy in CPython under that
@@ -17,20 +17,29 @@ attrs and xxhash; before it measures anything it checks that PyPy's block hashes
 ``sys.getsizeof`` raises ``TypeError`` on PyPy unless given a default, so the explorer's bytes
 per state read 0 there (patched in the child only; the figure is not compared).
 
-A world's two searches must agree on everything but time (states, concrete states, transitions,
+``--cython`` adds a third leg: a copy of the package whose hot modules (``COMPILED``: the G1
+models, their systems and spaces, the invariants, the explorer) are compiled by Cython as they
+are, no type declarations added, run by this script's CPython (``pip install cython`` first; the
+build takes a few minutes). Bare ``super()`` is spelled ``super(Class, self)`` in the copy: a
+compiled method has no ``__class__`` cell for attrs to point at the slotted class it makes.
+
+A world's searches must agree on everything but time (states, concrete states, transitions,
 depth, violations, coverage): ``same`` in the JSON. Figures are the best of ``--repeats`` runs
 (CPU time is what varies between runs of one search).
 
 Writes ``benchmarks/results/interpreters.json``. Usage: ``python benchmarks/interpreters.py
---pypy DIR/pypy [--repeats N] [--out FILE]``.
+[--pypy DIR/pypy] [--cython] [--repeats N] [--out FILE]`` (at least one of the first two).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +57,20 @@ WORLDS = [
     ("g1_kvbm, 2 requests, capacity 4", "g1_kvbm", 2, 4),
 ]
 PEER = "peer: the anchors' toy-pool BFS"
+# the modules the Cython build compiles (globs under the installed layout): the G1 models, their
+# systems and spaces, the invariants, the explorer and the action machinery
+COMPILED = [
+    "kvmodel/model/g1/*.py",
+    "kvmodel/model/hashing.py",
+    "kvmodel/model/blocks.py",
+    "kvmodel/components/g1_native/*.py",
+    "kvmodel/components/g1_kvbm/*.py",
+    "kvmodel/components/g1_requests.py",
+    "kvmodel/invariants/*.py",
+    "kvmodel/explorer.py",
+    "kvmodel/systems.py",
+    "kvmodel/actions.py",
+]
 # the hashes a child checks against CPython's before it measures (token lists and salts)
 HASH_PROBES = [([1, 2, 3, 4], 0), ([7] * 16, 1337), (list(range(64)), 2**63 - 1)]
 # the parts of the package that live outside ``kvmodel/`` in the repository (setuptools'
@@ -66,6 +89,7 @@ def _child(world: str) -> dict[str, Any]:
         "interpreter": f"{platform.python_implementation()} {'.'.join(map(str, sys.implementation.version[:3]))}"
         f" (Python {platform.python_version()})",
         "hashes": [hashing.block_hash(t, s) for t, s in HASH_PROBES],
+        "compiled": not hashing.__file__.endswith(".py"),
     }
     if world == PEER:
         sys.path.insert(0, str(HERE))
@@ -134,9 +158,52 @@ def _figures(r: dict[str, Any]) -> dict[str, Any]:
     return {"interpreter": r["interpreter"], "seconds": r["seconds"], "states_per_s": round(r["states"] / r["seconds"])}
 
 
+def _explicit_super(path: Path) -> None:
+    """``super()`` without arguments, spelled ``super(Class, self)`` in each top-level class: a
+    compiled method has no ``__class__`` cell that attrs can point at the slotted class it makes
+    in place of the one defined, so the bare form fails there (the named form looks the class up
+    when it runs)."""
+    lines = path.read_text().split("\n")
+    cls = None
+    for i, line in enumerate(lines):
+        m = re.match(r"class (\w+)", line)
+        if m:
+            cls = m.group(1)
+        if "super()" in line and cls is not None:
+            lines[i] = line.replace("super()", f"super({cls}, self)")
+    path.write_text("\n".join(lines))
+
+
+def _compiled_copy(into: Path) -> Path:
+    """A copy of the package laid out as installed, its hot modules (``COMPILED``) compiled by
+    Cython as they are (no type declarations added); the rest stays Python."""
+    pkg = into / "kvmodel"
+    shutil.copytree(ROOT / "kvmodel", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    for name, where in OUTSIDE.items():
+        if (pkg / name).is_symlink():
+            (pkg / name).unlink()
+        shutil.copytree(ROOT / where, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
+    mods = sorted({str(p.relative_to(into)) for g in COMPILED for p in into.glob(g) if p.name != "__init__.py"})
+    for m in mods:
+        _explicit_super(into / m)
+    (into / "build_compiled.py").write_text(
+        "import sys\nfrom setuptools import setup\nfrom Cython.Build import cythonize\n"
+        f"setup(ext_modules=cythonize({mods!r}, language_level=3, quiet=True, nthreads=2,\n"
+        "      compiler_directives={'binding': True, 'always_allow_keywords': True}))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "build_compiled.py", "build_ext", "--inplace"], cwd=into, capture_output=True, text=True
+    )
+    if p.returncode != 0:
+        tail = (p.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"interpreters.py: the Cython build failed: {tail}")
+    return into
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pypy", help="a PyPy 3.11 command (tools/fetch-pypy.sh DIR writes DIR/pypy)")
+    ap.add_argument("--cython", action="store_true", help="also the same source built by Cython")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "interpreters.json"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -144,64 +211,78 @@ def main() -> int:
     if a.child is not None:
         print(json.dumps(_child(a.child)))
         return 0
-    if a.pypy is None:
-        print("interpreters.py: --pypy is required (tools/fetch-pypy.sh DIR writes DIR/pypy)")
+    if a.pypy is None and not a.cython:
+        print("interpreters.py: give --pypy DIR/pypy (tools/fetch-pypy.sh DIR writes it), --cython, or both")
         return 2
-    pypy = Path(a.pypy)
-    if not pypy.is_file() or not os.access(pypy, os.X_OK):
+    pypy = None if a.pypy is None else Path(a.pypy)
+    if pypy is not None and (not pypy.is_file() or not os.access(pypy, os.X_OK)):
         print(f"interpreters.py: --pypy {a.pypy}: not an executable file (tools/fetch-pypy.sh DIR writes DIR/pypy)")
+        return 2
+    if a.cython and importlib.util.find_spec("Cython") is None:
+        print("interpreters.py: --cython: Cython is not installed here (pip install cython)")
         return 2
     if a.repeats < 1:
         print(f"interpreters.py: --repeats {a.repeats}: must be at least 1")
         return 2
-    site = pypy.resolve().parent / "site"
     with tempfile.TemporaryDirectory() as tmp:
-        links = _package_links(Path(tmp))
-        pypy_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(links), str(site)])}
-        runs = {"cpython": ([sys.executable], dict(os.environ)), "pypy": ([str(pypy)], pypy_env)}
+        runs: dict[str, tuple[list[str], dict[str, str]]] = {"cpython": ([sys.executable], dict(os.environ))}
+        if pypy is not None:
+            links = _package_links(Path(tmp) / "links")
+            site = pypy.resolve().parent / "site"
+            runs["pypy"] = ([str(pypy)], {**os.environ, "PYTHONPATH": os.pathsep.join([str(links), str(site)])})
+        build_s = None
+        if a.cython:
+            t0 = time.perf_counter()
+            compiled = _compiled_copy(Path(tmp) / "compiled")
+            build_s = round(time.perf_counter() - t0, 1)
+            runs["cython"] = ([sys.executable], {**os.environ, "PYTHONPATH": str(compiled)})
         rows = []
         for world in [PEER, *(w[0] for w in WORLDS)]:
-            got: dict[str, list[dict[str, Any]]] = {"cpython": [], "pypy": []}
+            got: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
             for _ in range(a.repeats):
                 for name, (cmd, env) in runs.items():  # alternated
                     got[name].append(_run(cmd, world, env))
                     r = got[name][-1]
-                    print(f"{world} [{r['interpreter']}]: {r['states']} states in {r['seconds']} s", flush=True)
-            if got["pypy"][0]["hashes"] != got["cpython"][0]["hashes"]:
-                print("interpreters.py: PyPy's block hashes differ from CPython's: its xxhash is not the same")
-                return 1
+                    print(f"{world} [{name}: {r['interpreter']}]: {r['states']} states in {r['seconds']} s", flush=True)
+            for name, v in got.items():
+                if v[0]["hashes"] != got["cpython"][0]["hashes"]:
+                    print(f"interpreters.py: the block hashes under {name} differ from CPython's")
+                    return 1
+                if name == "cython" and not v[0].get("compiled"):
+                    print("interpreters.py: the compiled copy was not the one imported")
+                    return 1
             best = {k: min(v, key=lambda r: r["seconds"]) for k, v in got.items()}
-            c, p = best["cpython"], best["pypy"]
+            c = best["cpython"]
             rows.append(
                 {
                     "world": world,
                     "states": c["states"],
                     "concrete_states": c.get("concrete_states"),
                     "transitions": c["transitions"],
-                    "same": _same(c, p) and all(_same(r, c) for v in got.values() for r in v),
-                    "cpython": _figures(c),
-                    "pypy": _figures(p),
-                    "speedup": round(c["seconds"] / p["seconds"], 2),
+                    "same": all(_same(r, c) for v in got.values() for r in v),
+                    **{k: _figures(r) for k, r in best.items()},
+                    "speedup": {k: round(c["seconds"] / r["seconds"], 2) for k, r in best.items() if k != "cpython"},
                     "all_seconds": {k: [r["seconds"] for r in v] for k, v in got.items()},
                 }
             )
     doc = {
         "benchmark": "interpreters",
-        "what": "the same whole searches under CPython and PyPy, alternated, best of the repeats",
+        "what": "the same whole searches under CPython, PyPy and a Cython build of the same source, alternated, "
+        "best of the repeats",
         "date": time.strftime("%Y-%m-%d"),
         "commit": subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
         ).stdout.strip(),
         "machine": {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine()},
         "repeats": a.repeats,
+        "cython_build_seconds": build_s,
+        "compiled_modules": COMPILED if a.cython else [],
         "rows": rows,
     }
     Path(a.out).write_text(json.dumps(doc, indent=2) + "\n")
     for r in rows:
-        print(
-            f"{r['world']}: CPython {r['cpython']['states_per_s']:,}/s, PyPy {r['pypy']['states_per_s']:,}/s "
-            f"({r['speedup']}x), same search: {r['same']}"
-        )
+        alts = ", ".join(f"{k} {r[k]['states_per_s']:,}/s ({x}x)" for k, x in r["speedup"].items())
+        print(f"{r['world']}: CPython {r['cpython']['states_per_s']:,}/s, {alts}, same search: {r['same']}")
     return 0 if all(r["same"] for r in rows) else 1
 
 
