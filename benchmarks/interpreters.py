@@ -125,7 +125,7 @@ def _child(world: str) -> dict[str, Any]:
 def _package_links(into: Path) -> Path:
     """A folder holding ``kvmodel`` as installed, made of links into this checkout."""
     pkg = into / "kvmodel"
-    pkg.mkdir()
+    pkg.mkdir(parents=True)
     for p in (ROOT / "kvmodel").iterdir():
         (pkg / p.name).symlink_to(p)
     for name, where in OUTSIDE.items():
