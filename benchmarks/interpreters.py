@@ -28,7 +28,8 @@ depth, violations, coverage): ``same`` in the JSON. Figures are the best of ``--
 (CPU time is what varies between runs of one search).
 
 Writes ``benchmarks/results/interpreters.json``. Usage: ``python benchmarks/interpreters.py
-[--pypy DIR/pypy] [--cython] [--repeats N] [--out FILE]`` (at least one of the first two).
+[--pypy DIR/pypy] [--cython] [--repeats N] [--workers N] [--out FILE]`` (at least one of the first
+two; ``--workers`` runs each G1 search on that many worker processes, the peer in one).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ HASH_PROBES = [([1, 2, 3, 4], 0), ([7] * 16, 1337), (list(range(64)), 2**63 - 1)
 OUTSIDE = {"model": "model", "invariants": "invariants", "specs": "specs"}
 
 
-def _child(world: str) -> dict[str, Any]:
+def _child(world: str, workers: int = 1) -> dict[str, Any]:
     """One search (or the peer) in this process, as a JSON-able record."""
     if sys.implementation.name == "pypy":
         plain = sys.getsizeof
@@ -106,7 +107,7 @@ def _child(world: str) -> dict[str, Any]:
     comp = components.get(component)
     space = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": owners}))
     t0 = time.process_time()
-    res = explorer.explore({"max_capacity": capacity}, (), space, max_states=5_000_000)
+    res = explorer.explore({"max_capacity": capacity}, (), space, max_states=5_000_000, workers=workers)
     cpu = time.process_time() - t0
     out.update(
         states=res.states,
@@ -134,9 +135,9 @@ def _package_links(into: Path) -> Path:
     return into
 
 
-def _run(cmd: list[str], world: str, env: dict[str, str]) -> dict[str, Any]:
+def _run(cmd: list[str], world: str, env: dict[str, str], workers: int) -> dict[str, Any]:
     p = subprocess.run(
-        [*cmd, str(Path(__file__).resolve()), "--child", world],
+        [*cmd, str(Path(__file__).resolve()), "--child", world, "--workers", str(workers)],
         capture_output=True,
         text=True,
         env=env,
@@ -205,11 +206,12 @@ def main() -> int:
     ap.add_argument("--pypy", help="a PyPy 3.11 command (tools/fetch-pypy.sh DIR writes DIR/pypy)")
     ap.add_argument("--cython", action="store_true", help="also the same source built by Cython")
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1, help="worker processes per G1 search (kvmodel explore --workers)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "interpreters.json"))
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child is not None:
-        print(json.dumps(_child(a.child)))
+        print(json.dumps(_child(a.child, a.workers)))
         return 0
     if a.pypy is None and not a.cython:
         print("interpreters.py: give --pypy DIR/pypy (tools/fetch-pypy.sh DIR writes it), --cython, or both")
@@ -220,6 +222,9 @@ def main() -> int:
         return 2
     if a.cython and importlib.util.find_spec("Cython") is None:
         print("interpreters.py: --cython: Cython is not installed here (pip install cython)")
+        return 2
+    if not 1 <= a.workers <= 8:
+        print(f"interpreters.py: --workers {a.workers}: must be from 1 to 8")
         return 2
     if a.repeats < 1:
         print(f"interpreters.py: --repeats {a.repeats}: must be at least 1")
@@ -241,7 +246,7 @@ def main() -> int:
             got: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
             for _ in range(a.repeats):
                 for name, (cmd, env) in runs.items():  # alternated
-                    got[name].append(_run(cmd, world, env))
+                    got[name].append(_run(cmd, world, env, a.workers))
                     r = got[name][-1]
                     print(f"{world} [{name}: {r['interpreter']}]: {r['states']} states in {r['seconds']} s", flush=True)
             for name, v in got.items():
@@ -275,6 +280,7 @@ def main() -> int:
         ).stdout.strip(),
         "machine": {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine()},
         "repeats": a.repeats,
+        "workers": a.workers,
         "cython_build_seconds": build_s,
         "compiled_modules": COMPILED if a.cython else [],
         "rows": rows,
