@@ -3,25 +3,25 @@
 Goal 3 asks 10k canonical states/s of the G1 and KVBM searches; the nineteenth session's
 profile put the ceiling of the model's own step and copy in CPython under that
 (``g1_step_costs.py``). The question left to the team was whether running the explorer on
-another interpreter would close the gap. This measures it: each world is searched to its end
-once per interpreter and repeat, every run in its own process, CPython (this script's
-interpreter) and PyPy alternating. The peer, in the same run and under both interpreters, is the
-anchors' plain-Python toy-pool BFS (``benchmarks/explore.py``'s ``peer``): what a JIT gives code
-built of tuples and small functions.
+another interpreter, or compiled, would close the gap. This measures it: each world is searched
+to its end once per leg and repeat, every run in its own process, the legs alternating. The
+peer, in the same run and under each leg, is the anchors' plain-Python toy-pool BFS
+(``benchmarks/explore.py``'s ``peer``): what a JIT gives code built of tuples and small functions.
 
 PyPy is not part of kvmodel's install: ``tools/fetch-pypy.sh DIR`` unpacks Debian forky's PyPy
 8.0.1 (Python 3.11) into ``DIR`` and writes ``DIR/pypy``. Under PyPy the child imports kvmodel
 from this checkout through a folder of links laid out as the installed package
-(``kvmodel/model`` and friends are top-level folders of the repository), with ``DIR/site`` for
-attrs and xxhash; before it measures anything it checks that PyPy's block hashes are CPython's.
-``sys.getsizeof`` raises ``TypeError`` on PyPy unless given a default, so the explorer's bytes
-per state read 0 there (patched in the child only; the figure is not compared).
+(``tools/typecheck.py``'s layout), with ``DIR/site`` for attrs and xxhash; before it measures
+anything it checks that PyPy's block hashes are CPython's. ``sys.getsizeof`` raises
+``TypeError`` on PyPy unless given a default, so the explorer's bytes per state read 0 there
+(patched in the child only; the figure is not compared).
 
 ``--cython`` adds a third leg: a copy of the package whose hot modules (``COMPILED``: the G1
 models, their systems and spaces, the invariants, the explorer) are compiled by Cython as they
 are, no type declarations added, run by this script's CPython (``pip install cython`` first; the
-build takes a few minutes). Bare ``super()`` is spelled ``super(Class, self)`` in the copy: a
-compiled method has no ``__class__`` cell for attrs to point at the slotted class it makes.
+build takes a few minutes; the peer is the anchors' own file, not compiled). Bare ``super()`` is
+spelled ``super(Class, self)`` in the copy: a compiled method has no ``__class__`` cell for attrs
+to point at the slotted class it makes.
 
 A world's searches must agree on everything but time (states, concrete states, transitions,
 depth, violations, coverage): ``same`` in the JSON. Figures are the best of ``--repeats`` runs
@@ -48,8 +48,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+from typecheck import MAP, link_installed_layout  # the package laid out as installed
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
+
 # (name, component, requests, capacity): the CLI's default world of each G1 component
 # (``benchmarks/g1_worlds.py``'s), ideal, request symmetry on, searched to its end
 WORLDS = [
@@ -74,9 +79,6 @@ COMPILED = [
 ]
 # the hashes a child checks against CPython's before it measures (token lists and salts)
 HASH_PROBES = [([1, 2, 3, 4], 0), ([7] * 16, 1337), (list(range(64)), 2**63 - 1)]
-# the parts of the package that live outside ``kvmodel/`` in the repository (setuptools'
-# ``package-dir``; ``tools/typecheck.py`` lays them out the same way)
-OUTSIDE = {"model": "model", "invariants": "invariants", "specs": "specs"}
 
 
 def _child(world: str, workers: int = 1) -> dict[str, Any]:
@@ -106,9 +108,7 @@ def _child(world: str, workers: int = 1) -> dict[str, Any]:
     _, component, owners, capacity = next(w for w in WORLDS if w[0] == world)
     comp = components.get(component)
     space = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": owners}))
-    t0 = time.process_time()
     res = explorer.explore({"max_capacity": capacity}, (), space, max_states=5_000_000, workers=workers)
-    cpu = time.process_time() - t0
     out.update(
         states=res.states,
         concrete_states=res.concrete_states,
@@ -118,21 +118,8 @@ def _child(world: str, workers: int = 1) -> dict[str, Any]:
         violations=sorted(res.violations),
         coverage=res.coverage,
         seconds=round(res.seconds, 3),
-        cpu_seconds=round(cpu, 3),
     )
     return out
-
-
-def _package_links(into: Path) -> Path:
-    """A folder holding ``kvmodel`` as installed, made of links into this checkout."""
-    pkg = into / "kvmodel"
-    pkg.mkdir(parents=True)
-    for p in (ROOT / "kvmodel").iterdir():
-        (pkg / p.name).symlink_to(p)
-    for name, where in OUTSIDE.items():
-        if not (pkg / name).exists():
-            (pkg / name).symlink_to(ROOT / where)
-    return into
 
 
 def _run(cmd: list[str], world: str, env: dict[str, str], workers: int) -> dict[str, Any]:
@@ -180,15 +167,13 @@ def _compiled_copy(into: Path) -> Path:
     Cython as they are (no type declarations added); the rest stays Python."""
     pkg = into / "kvmodel"
     shutil.copytree(ROOT / "kvmodel", pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    for name, where in OUTSIDE.items():
-        if (pkg / name).is_symlink():
-            (pkg / name).unlink()
+    for name, where in MAP.items():
         shutil.copytree(ROOT / where, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
     mods = sorted({str(p.relative_to(into)) for g in COMPILED for p in into.glob(g) if p.name != "__init__.py"})
     for m in mods:
         _explicit_super(into / m)
     (into / "build_compiled.py").write_text(
-        "import sys\nfrom setuptools import setup\nfrom Cython.Build import cythonize\n"
+        "from setuptools import setup\nfrom Cython.Build import cythonize\n"
         f"setup(ext_modules=cythonize({mods!r}, language_level=3, quiet=True, nthreads=2,\n"
         "      compiler_directives={'binding': True, 'always_allow_keywords': True}))\n"
     )
@@ -232,7 +217,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         runs: dict[str, tuple[list[str], dict[str, str]]] = {"cpython": ([sys.executable], dict(os.environ))}
         if pypy is not None:
-            links = _package_links(Path(tmp) / "links")
+            links = link_installed_layout(Path(tmp) / "links")
             site = pypy.resolve().parent / "site"
             runs["pypy"] = ([str(pypy)], {**os.environ, "PYTHONPATH": os.pathsep.join([str(links), str(site)])})
         build_s = None

@@ -18,15 +18,22 @@ ROOT = Path(__file__).resolve().parents[1]
 MAP = {"model": "model", "invariants": "invariants", "specs": "specs"}
 
 
+def link_installed_layout(into: Path) -> Path:
+    """Lay ``kvmodel`` out in ``into`` as it is installed, as symbolic links into the repository
+    (``benchmarks/interpreters.py`` imports it so under other interpreters); returns ``into``."""
+    pkg = into / "kvmodel"
+    pkg.mkdir(parents=True)
+    for item in (ROOT / "kvmodel").iterdir():
+        if item.name != "__pycache__":
+            os.symlink(item, pkg / item.name)
+    for sub, folder in MAP.items():
+        os.symlink(ROOT / folder, pkg / sub)
+    return into
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        pkg = Path(tmp) / "kvmodel"
-        pkg.mkdir()
-        for item in (ROOT / "kvmodel").iterdir():
-            if item.name != "__pycache__":
-                os.symlink(item, pkg / item.name)
-        for sub, folder in MAP.items():
-            os.symlink(ROOT / folder, pkg / sub)
+        link_installed_layout(Path(tmp))
         cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), "-p", "kvmodel"]
         r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
         out = (r.stdout + r.stderr).replace("kvmodel/model/", "model/").replace("kvmodel/invariants/", "invariants/")
