@@ -94,8 +94,8 @@ def _child(world: str, workers: int = 1) -> dict[str, Any]:
         "hashes": [hashing.block_hash(t, s) for t, s in HASH_PROBES],
         "compiled": not hashing.__file__.endswith(".py"),
     }
+    sys.path.insert(0, str(HERE))
     if world == PEER:
-        sys.path.insert(0, str(HERE))
         from explore import peer
 
         got = peer()
@@ -103,11 +103,13 @@ def _child(world: str, workers: int = 1) -> dict[str, Any]:
             raise SystemExit("interpreters.py: the anchors' toy model is not on this machine")
         out.update(states=got["states"], transitions=got["transitions"], seconds=got["seconds"])
         return out
+    from g1_worlds import WORLD  # the CLI's default G1 world, as the growth table searches it
+
     from kvmodel import components, explorer
 
     _, component, owners, capacity = next(w for w in WORLDS if w[0] == world)
     comp = components.get(component)
-    space = comp.explore_space(components.World({}, {"prompts": 2, "pushes": 1, "decode": 1, "owners": owners}))
+    space = comp.explore_space(components.World({}, {**WORLD, "owners": owners}))
     res = explorer.explore({"max_capacity": capacity}, (), space, max_states=5_000_000, workers=workers)
     out.update(
         states=res.states,
