@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel import traces
+from kvmodel import exact, traces
 from kvmodel.conformance import differential as differential_
 from kvmodel.conformance.differential import Difference
 from kvmodel.model.errors import InvalidInput
@@ -59,8 +59,9 @@ class ModelAdapter:
     finds no divergence; the harness examples serve it over the wire protocol). ``error`` is the
     rejection's type name."""
 
-    def __init__(self, component: str, quirks: Sequence[str] = ()) -> None:
-        self.component, self.quirks = _component(component).name, list(quirks)
+    def __init__(self, component: str, quirks: Sequence[str] | str = ()) -> None:
+        self.component = _component(component).name
+        self.quirks = _quirk_list(self.component, quirks)
         self.name = f"kvmodel's {self.component} model"
         self.system: Any = None
 
@@ -72,6 +73,32 @@ class ModelAdapter:
         if "error" in obs:
             obs["error"] = obs["error"]["type"]
         return obs
+
+
+def _quirk_list(component: str, quirks: Sequence[str] | str) -> list[str]:
+    """``"faithful"`` (the seed's revision), ``"ideal"`` (none) or a list of quirk names, as a
+    sorted list (a bare string other than those two is refused: it is not a list of names)."""
+    from kvmodel.model.quirks import faithful
+
+    if isinstance(quirks, str):
+        if quirks == "faithful":
+            return sorted(faithful(component))
+        if quirks == "ideal":
+            return []
+        raise ValueError(f"quirks must be 'faithful', 'ideal' or a list of quirk names, got {quirks!r:.80}")
+    return sorted(quirks)
+
+
+def adapter_name(impl: Any) -> str:
+    """The adapter's ``name`` made safe to print (:func:`kvmodel.exact.printable`); its type's name
+    when it has none or reading it raises."""
+    try:
+        name = impl.name
+    except BaseException:  # a property that raises, even SystemExit: the type's name instead
+        name = None
+    if not isinstance(name, str) or not name:
+        name = type(impl).__name__
+    return exact.printable(name)
 
 
 def _default_name() -> str:
@@ -184,8 +211,10 @@ class Renaming:
         self.back: dict[Any, Any] = {}
 
     def same_events(self, model: list[Any], got: list[Any]) -> bool:
+        """Whether the event lists are the same (:func:`kvmodel.exact.same`) up to the renaming,
+        which is extended by the ids met for the first time."""
         if not self.fields:
-            return model == got
+            return exact.same(model, got)
         if len(model) != len(got):
             return False
         fwd, back = dict(self.fwd), dict(self.back)
@@ -194,14 +223,11 @@ class Renaming:
                 return False
             for k, v in a.items():
                 if k not in self.fields:
-                    if b[k] != v:
+                    if not exact.same(v, b[k]):
                         return False
                     continue
-                w = b[k]
-                try:
-                    if fwd.setdefault((k, v), w) != w or back.setdefault((k, w), v) != v:
-                        return False
-                except TypeError:  # an unhashable id
+                kv, kw = exact.key(v), exact.key(b[k])  # typed: the id true is not the id 1
+                if fwd.setdefault((k, kv), kw) != kw or back.setdefault((k, kw), kv) != kv:
                     return False
         self.fwd, self.back = fwd, back
         return True
@@ -221,7 +247,7 @@ def compare(op: str, args: Any, model: dict[str, Any], got: Any, memo: dict[str,
             return ("error", model["error"]["type"], got.get("error", {"returns": got.get("returns")}))
     elif "error" in got and got["error"] is not None:
         return ("error", {"returns": model.get("returns")}, got["error"])
-    elif got.get("returns") != model.get("returns"):
+    elif not exact.same(got.get("returns"), model.get("returns")):
         return ("returns", model.get("returns"), got.get("returns"))
     renaming: Renaming = memo.get("renaming") or Renaming(())
     if not renaming.same_events(model["events"], list(ev)):
@@ -313,7 +339,7 @@ def check_implementation(
     component: str | None = None,
     *,
     config: dict[str, Any] | None = None,
-    quirks: Sequence[str] = (),
+    quirks: Sequence[str] | str = (),
     workloads: int = 200,
     max_steps: int | None = None,
     seed: int = 0,
@@ -336,7 +362,6 @@ def check_implementation(
     """
     from hypothesis import strategies as st
 
-    from kvmodel.model.quirks import faithful
     from kvmodel.model.quirks import revision as named_revision
 
     if max_steps is None:
@@ -356,10 +381,10 @@ def check_implementation(
     if revision is not None:
         q = sorted(named_revision(component, revision).quirks)
     else:
-        q = sorted(faithful(component)) if quirks == "faithful" else sorted(quirks)
+        q = _quirk_list(component, quirks)
     sp = _space(component, space)
     cfg = dict(make_system(component, config or {}, q).config)
-    rep = DiffReport(getattr(impl, "name", type(impl).__name__), component, cfg, q, seed=seed)
+    rep = DiffReport(adapter_name(impl), component, cfg, q, seed=seed)
     call = differential_.Caller(step_timeout)
     try:
         # long enough that set-ups of several steps (a request allocated, then decoded) occur; the

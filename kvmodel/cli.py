@@ -9,6 +9,8 @@ engines in :mod:`kvmodel.engines`, each component's worlds, options and targets 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -129,7 +131,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from kvmodel.itf import from_trace
 
         write_text(args.itf, json.dumps(from_trace(trace), indent=1, sort_keys=True) + "\n")
-    res = traces.replay(trace, source=str(args.trace), keep_going=args.keep_going)
+    with Progress("replay") as bar:
+        res = traces.replay(
+            trace,
+            source=str(args.trace),
+            keep_going=args.keep_going,
+            progress=lambda i, n: bar.update(f"step {i:,} of {n:,}"),
+        )
     if args.json:
         _emit_json({"trace": str(args.trace), **res.to_json()})
         return EXIT[res.verdict]
@@ -454,7 +462,51 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; exit codes as in :mod:`kvmodel.verdicts`. Never a traceback for bad
-    input: one line naming the file or option and the problem."""
+    input: one line naming the file or option and the problem. SIGINT, SIGTERM and SIGHUP end
+    any command with one line and 128 + the signal (:mod:`kvmodel.signals`)."""
+    from kvmodel import signals
+
+    _tolerant_streams()
+    with signals.handled():
+        try:
+            return _main(argv)
+        except (KeyboardInterrupt, signals.Terminated) as e:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            print(f"kvmodel: interrupted ({signals.name(e)}): no verdict", file=sys.stderr)
+            _interrupted.append(signals.exit_code(e))
+            return signals.exit_code(e)
+
+
+_interrupted: list[int] = []
+
+
+def entry() -> None:
+    """The ``kvmodel`` command: :func:`main`, then the exit. After an interrupt every clean-up of
+    the command has run; the interpreter's own exit handlers (a Dask cluster's orderly shutdown
+    can take seconds) are skipped so that the command ends at once."""
+    code = main()
+    if _interrupted:
+        from kvmodel import harness
+
+        harness.kill_all()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def _tolerant_streams() -> None:
+    """Standard output and error that never fail on a character their encoding cannot hold
+    (``PYTHONIOENCODING=ascii``, a C locale): such a character is written as its escape."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            with contextlib.suppress(Exception):
+                stream.reconfigure(errors="backslashreplace")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from kvmodel.explore_workers import WorkerError
     from kvmodel.model.errors import InvalidInput
     from kvmodel.specs.runner import Disagreement
@@ -489,4 +541,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

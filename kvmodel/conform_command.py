@@ -141,6 +141,9 @@ def _exec(args: argparse.Namespace) -> int:
     except HarnessError as e:
         print(f"kvmodel conform: {e}", file=sys.stderr)
         return 2
+    except BaseException:  # an interrupt or a signal: the child's group is killed now, not asked
+        adapter.abort()
+        raise
     finally:
         adapter.close()
     out = rep.to_json()

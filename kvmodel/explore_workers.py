@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
-from kvmodel import invariants, membound
+from kvmodel import invariants, membound, signals
 
 # the most worker processes ``explore`` will start (``kvmodel explore --workers`` is bounded too)
 MAX_WORKERS = 64
@@ -80,7 +80,9 @@ SAME, KNOWN = -1, -2
 
 
 def _worker(conn: Connection, job: dict[str, Any]) -> None:
-    """A worker's loop: expand the states of each level it is sent (see the module's text)."""
+    """A worker's loop: expand the states of each level it is sent (see the module's text). It dies
+    with the main process and leaves Ctrl-C to it (:func:`kvmodel.signals.as_worker`)."""
+    signals.as_worker()
     try:
         with invariants.state_checks_deferred() if job["defer"] else contextlib.nullcontext():
             _serve(conn, job)
@@ -242,6 +244,11 @@ def started(
             assert p.pid is not None  # (started)
             pids.append(p.pid)
         yield conns
+    except BaseException:  # an error, an interrupt, a signal: the workers go now, not in 5 s
+        for p in procs:
+            with contextlib.suppress(Exception):
+                p.kill()
+        raise
     finally:
         for c in conns:
             with contextlib.suppress(OSError):
@@ -250,8 +257,8 @@ def started(
         for p in procs:
             p.join(timeout=5)
             if p.is_alive():
-                p.terminate()
-                p.join()
+                p.kill()
+                p.join(timeout=5)
 
 
 def peak_rss_of(conns: list[Connection]) -> list[int]:

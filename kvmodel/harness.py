@@ -24,22 +24,30 @@ cannot be started or does not answer ``hello`` is a :class:`HarnessError` (no ve
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
 import importlib.util
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
-import tempfile
+import threading
 import time
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from kvmodel.exact import printable
+
 PROTOCOL = "kvmodel-harness/1"
-MAX_LINE = 1 << 24  # bytes: a longer response line is malformed (no response may exhaust memory)
+MAX_LINE = 1 << 22  # bytes: a longer response line is malformed (no response may exhaust memory)
+MAX_CONTAINERS = 200_000  # JSON objects and arrays in one response: each costs ~100 bytes parsed
+POLL = 0.05  # seconds between looks at whether the child is still running
+EOF_WAIT = 1.0  # seconds a child that closed its output has to exit
 STDERR_TAIL = 2000  # characters of the child's standard error kept in a divergence
 HELLO_TIMEOUT = 30.0  # seconds for the child to start and answer hello
 RESPONSE_KEYS = frozenset({"returns", "error", "events"})
@@ -84,8 +92,60 @@ def check_response(msg: Any) -> str | None:
     return None
 
 
+_LIVE: weakref.WeakSet[ExecAdapter] = weakref.WeakSet()
+
+
+def kill_all() -> None:
+    """Kill every harness child still running, with its process group (at exit, on a signal)."""
+    for a in list(_LIVE):
+        a._kill()
+
+
+atexit.register(kill_all)
+
+
+class _Tail:
+    """The last ``limit`` bytes of a stream, read by a daemon thread (a child's standard error:
+    only its tail is ever shown, so no more is kept, however much it writes)."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, args=(fd,), name="kvmodel-harness-stderr", daemon=True)
+        self.thread.start()
+
+    def _read(self, fd: int) -> None:
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                with self.lock:
+                    self.data += chunk
+                    if len(self.data) > 2 * self.limit:
+                        del self.data[: len(self.data) - self.limit]
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def text(self, wait: float = 0.0) -> str:
+        if wait:
+            self.thread.join(wait)
+        with self.lock:
+            return bytes(self.data[-self.limit :]).decode("utf-8", "replace").strip()
+
+
 class ExecAdapter:
-    """An adapter whose implementation is a child process speaking the harness protocol.
+    """An adapter whose implementation is a child process speaking the harness protocol, run
+    under supervision: the child starts in a session (and process group) of its own, and every
+    kill takes the whole group, so a shell wrapper's or a launcher's grandchildren go with it;
+    every write and every read is bounded by the step timeout (a child that answers without
+    reading, or reads without answering, is a ``timeout``); a child that exits is a ``crash`` even
+    while a grandchild still holds its pipes; a child that closes its output and keeps running is a
+    ``crash`` after a bounded wait; only the last :data:`STDERR_TAIL` characters of its standard
+    error are kept; a child that timed out once is *stuck* and is not asked again in the run
+    (shrinking skips it). Every live child is killed at interpreter exit and by kvmodel's signal
+    handling.
 
     ``argv``: the command; ``step_timeout``: seconds per answer (``None``: no limit)."""
 
@@ -102,91 +162,131 @@ class ExecAdapter:
         self.argv = list(argv)
         self.step_timeout = step_timeout
         self.cwd, self.env = cwd, env
-        self.name = Path(self.argv[0]).name
+        self.name = printable(Path(self.argv[0]).name)
         self.proc: subprocess.Popen[bytes] | None = None
-        self.err: IO[bytes] | None = None
+        self.err: _Tail | None = None
         self.buf = b""
         self.starts = 0
+        self.stuck = False
 
     # -- the child
     def start(self) -> None:
         """Start the child and check its hello (:class:`HarnessError` when that fails)."""
         self._kill()
-        self.err = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=self.err,
+                stderr=subprocess.PIPE,
                 cwd=self.cwd,
                 env=self.env,
+                start_new_session=True,
             )
-        except OSError as e:
-            raise HarnessError(f"cannot start {self.argv[0]!r}: {e.strerror or e}") from None
+        except (OSError, ValueError) as e:
+            raise HarnessError(
+                f"cannot start {printable(self.argv[0])!r}: {getattr(e, 'strerror', None) or e}"
+            ) from None
+        _LIVE.add(self)
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        os.set_blocking(self.proc.stdin.fileno(), False)
+        self.err = _Tail(os.dup(self.proc.stderr.fileno()), STDERR_TAIL)
+        self.proc.stderr.close()
         self.buf = b""
         self.starts += 1
         try:
             hello = self._ask({"type": "hello", "protocol": PROTOCOL}, HELLO_TIMEOUT)
         except HarnessFailure as e:
             self._kill()
-            raise HarnessError(f"{self.argv[0]!r} did not answer hello: {e}") from None
+            raise HarnessError(f"{printable(self.argv[0])!r} did not answer hello: {e}") from None
         if not isinstance(hello, dict) or hello.get("type") != "hello" or hello.get("protocol") != PROTOCOL:
             self._kill()
-            raise HarnessError(f"{self.argv[0]!r} answered hello with {json.dumps(hello)[:200]} (protocol {PROTOCOL})")
+            said = printable(json.dumps(hello), 200)
+            raise HarnessError(f"{printable(self.argv[0])!r} answered hello with {said} (protocol {PROTOCOL})")
         if isinstance(hello.get("name"), str) and hello["name"]:
-            self.name = hello["name"][:200]
+            self.name = printable(hello["name"])
 
-    def stderr_tail(self) -> str:
-        if self.err is None:
-            return ""
-        self.err.flush()
-        size = self.err.seek(0, os.SEEK_END)
-        self.err.seek(max(0, size - STDERR_TAIL))
-        return self.err.read().decode("utf-8", "replace").strip()
+    def stderr_tail(self, wait: float = 0.0) -> str:
+        return "" if self.err is None else self.err.text(wait)
 
     def _fail(self, kind: str, message: str) -> HarnessFailure:
-        tail = self.stderr_tail()
+        if kind == "timeout":
+            self.stuck = True
         self._kill()
-        return HarnessFailure(kind, message, tail)
+        return HarnessFailure(kind, message, self.stderr_tail(wait=0.2))
 
     def _kill(self) -> None:
+        """Kill the child's whole process group and reap the child (bounded)."""
         p, self.proc = self.proc, None
-        if p is not None:
+        if p is None:
+            return
+        _LIVE.discard(self)
+        with contextlib.suppress(OSError):
+            os.killpg(p.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            p.kill()
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            p.wait(timeout=5)
+        for f in (p.stdin, p.stdout):
             with contextlib.suppress(OSError):
-                p.kill()
-            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                p.wait(timeout=5)
-            for f in (p.stdin, p.stdout):
-                with contextlib.suppress(OSError):
-                    if f is not None:
-                        f.close()
+                if f is not None:
+                    f.close()
+
+    def _exited(self, p: subprocess.Popen[bytes], before: str) -> HarnessFailure:
+        return self._fail("crash", f"the process exited (code {p.returncode}) before {before}")
+
+    def _write(self, p: subprocess.Popen[bytes], data: bytes, deadline: float | None, what: str) -> None:
+        assert p.stdin is not None
+        fd = p.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise self._fail("timeout", f"the process did not read {what} within {self.step_timeout:g} s")
+            _, ready, _ = select.select([], [fd], [], min(POLL, left) if left is not None else POLL)
+            if not ready:
+                if p.poll() is not None:
+                    raise self._exited(p, f"reading {what}")
+                continue
+            try:
+                n = os.write(fd, view)
+            except BlockingIOError:
+                continue
+            except OSError:
+                p.poll()
+                raise self._exited(p, f"reading {what}") from None
+            view = view[n:]
 
     def _ask(self, msg: dict[str, Any], timeout: float | None) -> Any:
         p = self.proc
-        assert p is not None and p.stdin is not None and p.stdout is not None
-        try:
-            p.stdin.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
-            p.stdin.flush()
-        except OSError:
-            raise self._fail("crash", f"the process exited (code {p.poll()}) before reading {msg['type']}") from None
+        assert p is not None and p.stdout is not None
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._write(p, json.dumps(msg, separators=(",", ":")).encode() + b"\n", deadline, msg["type"])
         fd = p.stdout.fileno()
         while b"\n" not in self.buf:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise self._fail("timeout", f"no answer to {msg['type']} within {timeout:g} s")
-            ready, _, _ = select.select([fd], [], [], left)
+            ready, _, _ = select.select([fd], [], [], min(POLL, left) if left is not None else POLL)
             if not ready:
+                if p.poll() is not None:  # it exited; a grandchild may still hold the pipe
+                    raise self._exited(p, f"answering {msg['type']}")
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                code = p.wait()
-                raise self._fail("crash", f"the process exited (code {code}) before answering {msg['type']}")
+                try:
+                    p.wait(timeout=EOF_WAIT)
+                except subprocess.TimeoutExpired:
+                    raise self._fail(
+                        "crash", f"the process closed its output and kept running (answering {msg['type']})"
+                    ) from None
+                raise self._exited(p, f"answering {msg['type']}")
             self.buf += chunk
             if len(self.buf) > MAX_LINE and b"\n" not in self.buf:
                 raise self._fail("malformed", f"a response line longer than {MAX_LINE} bytes")
         line, self.buf = self.buf.split(b"\n", 1)
+        if line.count(b"{") + line.count(b"[") > MAX_CONTAINERS:
+            raise self._fail("malformed", f"a response of more than {MAX_CONTAINERS:,} JSON objects and arrays")
         try:
             return json.loads(line)
         except (ValueError, RecursionError):
@@ -194,6 +294,8 @@ class ExecAdapter:
 
     # -- the adapter interface
     def reset(self, config: dict[str, Any]) -> None:
+        if self.stuck:
+            raise HarnessFailure("timeout", "the process did not answer in time earlier in this run")
         if self.proc is None or self.proc.poll() is not None:
             if self.starts == 0:
                 self.start()
@@ -203,34 +305,39 @@ class ExecAdapter:
                 except HarnessError as e:
                     raise HarnessFailure("crash", str(e), self.stderr_tail()) from None
         out = self._ask({"type": "reset", "config": config}, self.step_timeout)
-        if out != {"ok": True}:
-            raise self._fail("malformed", f'reset answered {json.dumps(out)[:200]} (expected {{"ok":true}})')
+        if out != {"ok": True} or out["ok"] is not True:
+            said = printable(json.dumps(out), 200)
+            raise self._fail("malformed", f'reset answered {said} (expected {{"ok":true}})')
 
     def step(self, op: str, args: Any) -> dict[str, Any]:
+        if self.stuck:
+            raise HarnessFailure("timeout", "the process did not answer in time earlier in this run")
         if self.proc is None:
             raise HarnessFailure("crash", "the process is not running")
         out = self._ask({"type": "step", "op": op, "args": args}, self.step_timeout)
         why = check_response(out)
         if why is not None:
-            raise self._fail("malformed", f"{why}: {json.dumps(out)[:200]}")
+            raise self._fail("malformed", f"{why}: {printable(json.dumps(out), 200)}")
         out.setdefault("events", [])
         result: dict[str, Any] = out
         return result
 
+    def abort(self) -> None:
+        """Kill the child and its process group now (an interrupt: nothing more is asked)."""
+        self.stuck = True
+        self._kill()
+
     def close(self) -> None:
-        """Say bye and wait for the child to exit (killed if it does not within 5 s)."""
+        """Say bye and wait for the child to exit (its group killed if it does not within 5 s)."""
         p = self.proc
         if p is not None and p.poll() is None and p.stdin is not None:
+            with contextlib.suppress(OSError, HarnessFailure):
+                self._write(p, b'{"type":"bye"}\n', time.monotonic() + 1.0, "bye")
             with contextlib.suppress(OSError):
-                p.stdin.write(b'{"type":"bye"}\n')
-                p.stdin.flush()
                 p.stdin.close()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
         self._kill()
-        if self.err is not None:
-            self.err.close()
-            self.err = None
 
 
 # ----------------------------------------------------------------------------- the Python side

@@ -87,12 +87,60 @@ def read_json(path: str | Path, error: Callable[[str], Exception]) -> Any:
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path``, making its directory; an ``OSError`` (a full disk, a
-    directory in the way) names the file."""
+    """Write ``text`` to ``path`` atomically, making its directory: the text goes to a temporary
+    file in the same folder, flushed to disk, then renamed over ``path``, so a reader sees the old
+    file or the whole new one, never a part, and two runs writing one path never interleave (the
+    last rename wins). On failure (a full disk, a directory in the way) the temporary file and the
+    old ``path`` are both removed — a stale file (a passing JUnit report of an earlier run beside
+    this run's error) is never left — and the ``OSError`` names the file. An interrupt mid-write
+    leaves the old file and no temporary one."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """:func:`write_text` for bytes."""
+    import os
+    import tempfile
+
     p = Path(path)
+    tmp: str | None = None
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:80]}.", suffix=".tmp", dir=p.parent)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+        finally:
+            os.close(fd)
+        os.chmod(tmp, _MODE)
+        os.replace(tmp, p)
+        tmp = None
     except OSError as e:
+        if not p.is_dir():
+            with _suppress():
+                p.unlink()
         raise OSError(f"{p}: cannot write: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            with _suppress():
+                os.unlink(tmp)
     return p
+
+
+def _umask() -> int:
+    import os
+
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+_MODE = 0o666 & ~_umask()  # what open() would have given the file (mkstemp gives 0600)
+
+
+def _suppress() -> Any:
+    import contextlib
+
+    return contextlib.suppress(OSError)

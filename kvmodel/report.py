@@ -9,6 +9,7 @@ deterministic: the same results give the same bytes (wall-clock seconds are left
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
 from pathlib import Path
@@ -101,7 +102,21 @@ def write(summary: dict[str, Any], path: Path) -> list[Path]:
 
 def write_outputs(summary: dict[str, Any], *, html: str | None, junit: str | None, itf: bool) -> list[str]:
     """The extra outputs of ``kvmodel check``: each counterexample in the ITF format beside its
-    trace (``itf``), the HTML report and the JUnit XML; returns what to tell the user."""
+    trace (``itf``), the HTML report and the JUnit XML; returns what to tell the user. Each file is
+    written atomically (:func:`kvmodel.jsonio.write_text`); if any of them cannot be written, the
+    HTML report and the JUnit file are both removed before the error goes on, so no report of an
+    earlier run is left beside this run's error exit."""
+    try:
+        return _write_outputs(summary, html=html, junit=junit, itf=itf)
+    except BaseException:
+        for f in (html, junit):
+            if f and not Path(f).is_dir():
+                with contextlib.suppress(OSError):
+                    Path(f).unlink()
+        raise
+
+
+def _write_outputs(summary: dict[str, Any], *, html: str | None, junit: str | None, itf: bool) -> list[str]:
     import json as _json
 
     from kvmodel import traces
@@ -115,10 +130,10 @@ def write_outputs(summary: dict[str, Any], *, html: str | None, junit: str | Non
                 p = Path(row["trace"]).with_suffix(".itf.json")
                 write_text(p, _json.dumps(from_trace(traces.load(row["trace"])), indent=1, sort_keys=True) + "\n")
                 row["itf"] = str(p)
-    if html:
-        said.append(f"wrote {html} and {len(write(summary, Path(html)))} counterexample page(s)")
     if junit:
         from kvmodel.junit import junit_xml
 
         write_text(junit, junit_xml(summary["results"]))
+    if html:
+        said.append(f"wrote {html} and {len(write(summary, Path(html)))} counterexample page(s)")
     return said

@@ -10,7 +10,7 @@ trace, and :func:`replay` re-runs one and reports the first divergence.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,7 @@ def load(path: str | Path) -> dict[str, Any]:
     problem = validate(data)
     if problem:
         raise TraceError(f"{p}: not a kvmodel trace: {problem}")
+    work_bound(data, str(p))
     return data  # type: ignore[no-any-return]
 
 
@@ -221,18 +222,58 @@ class ReplayResult:
         }
 
 
+MAX_CONFIG_NUMBER = 100_000  # a capacity, a block size: the model builds what it names
+MAX_WORK = 1_000_000  # JSON values in all the steps' arguments together (blocks per call x steps)
+
+
+def work_bound(trace: dict[str, Any], source: str = "trace") -> None:
+    """Refuse, in one :class:`TraceError` line, a schema-valid trace that asks for more work than
+    a replay or a drawing should do: a configuration number over :data:`MAX_CONFIG_NUMBER` (a
+    capacity of 10^9 blocks is built, not just read), or steps whose arguments hold more than
+    :data:`MAX_WORK` JSON values in all (1,000 steps of 4,096 blocks each)."""
+    for k, v in (trace.get("config") or {}).items():
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_CONFIG_NUMBER:
+            raise TraceError(f"{source}: config {k} = {v} is over the work bound ({MAX_CONFIG_NUMBER:,})")
+    total = 0
+    stack: list[Any] = [step.get("args") for step in trace.get("steps", ())]
+    while stack:
+        x = stack.pop()
+        total += 1
+        if total > MAX_WORK:
+            raise TraceError(f"{source}: the steps' arguments hold more than {MAX_WORK:,} values (the work bound)")
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+
+
 def _diff(what: str, recorded: Any, got: Any) -> str | None:
-    if recorded == got:
-        return None
+    from kvmodel import exact
+
+    try:
+        if exact.same(exact.as_json(recorded), exact.as_json(got)):
+            return None
+    except exact.NotJSON:
+        pass
     return f"{what}: recorded {json.dumps(recorded, sort_keys=True)}, model {json.dumps(got, sort_keys=True)}"
 
 
-def replay(trace: dict[str, Any], *, source: str = "trace", keep_going: bool = False) -> ReplayResult:
+def replay(
+    trace: dict[str, Any],
+    *,
+    source: str = "trace",
+    keep_going: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
     """Re-run a trace on the model; compare each recorded observation; check invariants.
 
     The replay stops at the first divergence; with ``keep_going`` it runs every step (the model
     going on from its own state) and lists every divergence in ``divergences``, one per step and
-    observed key (``error``, ``returns``, ``events``, ``state``); ``divergence`` stays the first."""
+    observed key (``error``, ``returns``, ``events``, ``state``); ``divergence`` stays the first.
+    A trace over the work bound (:func:`work_bound`) is refused before anything runs;
+    ``progress(step, steps)`` is called after every step. Observations are compared exactly
+    (:mod:`kvmodel.exact`)."""
+    work_bound(trace, source)
     res = ReplayResult(recorded_violation=trace.get("violation"))
     try:
         sys_ = make_system(trace["component"], trace.get("config", {}), trace.get("quirks", []))
@@ -257,6 +298,8 @@ def replay(trace: dict[str, Any], *, source: str = "trace", keep_going: bool = F
     for i, step in enumerate(trace["steps"]):
         out = sys_.step(step["op"], step.get("args"))
         res.steps_run = i + 1
+        if progress is not None:
+            progress(i + 1, len(trace["steps"]))
         rec = step.get("observe")
         if rec is not None:
             got = out.observation(sys_.snapshot() if "state" in rec else None)

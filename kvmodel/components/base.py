@@ -135,7 +135,9 @@ class ConformTarget:
         doc = {"target": self.name, self.counterexample_key: report["counterexample"]}
         if report.get("config"):  # the configuration the steps ran in (a capacity, an engine)
             doc["config"] = report["config"]
-        path.write_text(json.dumps(doc, indent=2) + "\n")
+        from kvmodel.jsonio import write_text
+
+        write_text(path, json.dumps(doc, indent=2) + "\n")
         return str(path)
 
 

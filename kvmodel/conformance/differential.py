@@ -12,9 +12,12 @@ of handles, say). A model whose step depends on choices the implementation made 
 real mocker sampled) has ``given(observation)``: it is called with the implementation's
 observation before the model's step, and the implementation steps first.
 
-Nothing the implementation does escapes a run: an exception, or a call that outlasts the step
-timeout (:class:`Caller`), is a divergence of its own kind (``exception`` / ``timeout``; a harness
-child's crash carries its own ``divergence_kind``). A step the *model* rejects as malformed
+Nothing the implementation does escapes a run: an exception, a ``BaseException`` such as
+``SystemExit``, an answer that is not JSON, or a call that outlasts the step timeout
+(:class:`Caller`) is a divergence of its own kind (``exception`` / ``abort`` / ``malformed`` /
+``timeout``; a harness child's crash carries its own ``divergence_kind``). Answers are compared by
+the rule of :mod:`kvmodel.exact`: a JSON round trip, then JSON type and value (``true`` is not
+``1``). A step the *model* rejects as malformed
 (``InvalidInput``) makes the list itself invalid: :func:`differential` raises, and the
 minimizer skips such candidates.
 
@@ -35,7 +38,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from kvmodel import determinism
+from kvmodel import determinism, exact
 from kvmodel.model.errors import InvalidInput
 
 Action = tuple[str, Any]  # (operation, JSON arguments): one step of the trace format
@@ -77,7 +80,8 @@ class Divergence:
     """The first step where the implementation and the model disagree. ``what``: the part of the
     observation that differs (a target's own names — ``returns``, ``error``, ``events``,
     ``content``, ``cached``, ...), or ``exception`` (the adapter raised), ``malformed`` (its answer
-    is not an observation), ``timeout`` (a step outlasted the step timeout), ``reset`` (``reset``
+    is not an observation, or not JSON), ``abort`` (it raised ``SystemExit``, ``KeyboardInterrupt``
+    or ``GeneratorExit``), ``timeout`` (a step outlasted the step timeout), ``reset`` (``reset``
     raised) or ``crash`` (a harness child exited; :mod:`kvmodel.harness`)."""
 
     step: int
@@ -104,33 +108,76 @@ class Stuck(Exception):
     """An adapter call did not return within the step timeout; the adapter cannot be used again."""
 
 
+class Aborted(Exception):
+    """The adapter raised a ``BaseException`` that is not an ``Exception`` (``SystemExit``,
+    ``KeyboardInterrupt``, ``GeneratorExit``): a divergence of kind ``abort``, never the end of
+    the user's program. ``raised`` is what it raised."""
+
+    def __init__(self, raised: BaseException) -> None:
+        self.raised = raised
+        super().__init__(f"the implementation raised {raised!r:.200}")
+
+
 class Caller:
-    """Runs adapter calls on one worker thread with a timeout (``None``: in the caller's thread, no
-    limit). A hung call cannot be killed, so once one times out every later call is refused."""
+    """Runs adapter calls on one *daemon* worker thread and waits for each at most ``timeout``
+    seconds (``None``: no limit). A hung call cannot be killed, so once one times out every later
+    call is refused (:class:`Stuck`), and the thread, being a daemon, never keeps the process
+    alive after the run. What a call raises comes back to the caller: an ``Exception`` as itself,
+    any other ``BaseException`` (an adapter's ``SystemExit(0)``, its own ``KeyboardInterrupt``) as
+    :class:`Aborted`. A ``KeyboardInterrupt`` in the waiting thread is the user's Ctrl-C and goes
+    on as it is."""
 
     def __init__(self, timeout: float | None) -> None:
-        import concurrent.futures
+        import queue
+        import threading
 
         self.timeout = timeout
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvmodel-adapter")
         self.stuck = False
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="kvmodel-adapter", daemon=True)
+        self._started = False
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, args, box, done = job
+            try:
+                box.append((True, fn(*args)))
+            except BaseException as e:  # handed to the waiting thread, which decides
+                box.append((False, e))
+            done.set()
 
     def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
-        import concurrent.futures
+        import threading
 
         if self.stuck:
             raise Stuck("an earlier call timed out")
-        if self.timeout is None:
-            return fn(*args)
-        fut = self.pool.submit(fn, *args)
-        try:
-            return fut.result(timeout=self.timeout)
-        except concurrent.futures.TimeoutError:
-            self.stuck = True
-            raise Stuck(f"no answer within {self.timeout:g} s") from None
+        if not self._started:
+            self._thread.start()
+            self._started = True
+        box: list[tuple[bool, Any]] = []
+        done = threading.Event()
+        self._jobs.put((fn, args, box, done))
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while not done.is_set():
+            left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+            if left <= 0:
+                self.stuck = True
+                raise Stuck(f"no answer within {self.timeout:g} s")
+            done.wait(left)
+        ok, value = box[0]
+        if ok:
+            return value
+        if isinstance(value, Exception):
+            raise value
+        raise Aborted(value) from None
 
     def close(self) -> None:
-        self.pool.shutdown(wait=not self.stuck, cancel_futures=True)
+        if self._started and not self.stuck:
+            self._jobs.put(None)
+            self._thread.join(timeout=1)
 
 
 def _direct(fn: Callable[..., Any], *args: Any) -> Any:
@@ -161,7 +208,7 @@ def in_order(keys: Sequence[str]) -> Compare:
         if not isinstance(got, dict) or any(k not in got for k in keys):
             return ("malformed", want, f"step() must return a dict with {', '.join(keys)}: {got!r:.200}")
         for k in keys:
-            if want[k] != got[k]:
+            if not exact.same(want[k], got[k]):
                 return (k, want[k], got[k])
         return None
 
@@ -191,6 +238,8 @@ def differential(
         call(impl.reset, dict(config))
     except Stuck as e:
         return Divergence(0, "reset", dict(config), "timeout", None, str(e)), 0
+    except Aborted as e:
+        return Divergence(0, "reset", dict(config), "abort", None, str(e)), 0
     except Exception as e:
         kind = getattr(e, "divergence_kind", None) or "reset"  # a harness child's crash or timeout
         return Divergence(0, "reset", dict(config), kind, None, failure_text(e)), 0
@@ -201,16 +250,22 @@ def differential(
             got = call(impl.step, op, json.loads(json.dumps(args)))
         except Stuck as e:
             return Divergence(i, op, args, "timeout", _expected(want), str(e)), i + 1
+        except Aborted as e:  # SystemExit, KeyboardInterrupt, GeneratorExit from the adapter
+            return Divergence(i, op, args, "abort", _expected(want), str(e)), i + 1
         except Exception as e:  # the implementation crashed: a divergence, not our failure
             kind = getattr(e, "divergence_kind", None) or "exception"
             return Divergence(i, op, args, kind, _expected(want), failure_text(e)), i + 1
+        try:
+            exact_got = exact.as_json(got)
+        except exact.NotJSON as e:
+            return Divergence(i, op, args, "malformed", _expected(want), f"{e}: {got!r:.200}"), i + 1
         if given is not None:
             given(got)
             want = model.step(op, args)
         assert want is not None
         if on_step is not None:
             on_step(op, args, want, got)
-        d = compare(op, args, want, got, memo)
+        d = compare(op, args, exact.as_json(want), exact_got, memo)
         if d is not None:
             return Divergence(i, op, args, *d), i + 1
     return None, len(actions)
@@ -383,8 +438,12 @@ def run(
     found: list[tuple[dict[str, Any], list[Action], Divergence]] = []
     name = label or (lambda op, args: op)
 
+    def stuck() -> bool:
+        """A hung adapter (or a harness child that hung once): nothing more is asked of it."""
+        return bool(getattr(caller, "stuck", False) or getattr(impl, "stuck", False))
+
     def diverges(example: Any, shrinking: bool) -> bool:
-        if getattr(caller, "stuck", False):  # a hung adapter: nothing more can be asked of it
+        if stuck():
             return bool(found)
         config, actions = case(example)
 
@@ -414,7 +473,7 @@ def run(
         measure = size or (lambda c: len(c[1]))
         config, ops, _ = min(found, key=lambda f: measure((f[0], f[1])))
         d: Divergence | None = None
-        if not getattr(caller, "stuck", False):
+        if not stuck():
             merge = _merge_of(report.component)
             ops = minimize(model, impl, config, ops, compare, call=caller, normalize=normalize, merge=merge)
             d, _ = differential(model, impl, config, ops, compare, call=caller)

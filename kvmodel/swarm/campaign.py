@@ -16,10 +16,12 @@ rerun is read from the scheduler's own ``remove-worker`` events.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import CancelledError
 from typing import Any
 
 import attrs
@@ -28,7 +30,16 @@ from kvmodel.swarm.tasks import CONFORM, Task, error_result, run_task
 
 
 class SwarmError(Exception):
-    """A campaign that cannot start: no Dask, no workers, a real part missing on a worker."""
+    """A campaign that cannot start (no Dask, no workers, a real part missing on a worker, a peer
+    that is not a scheduler) or cannot go on (its scheduler went away): ``log`` holds what ran
+    before, for the report."""
+
+    def __init__(self, message: str, log: RunLog | None = None) -> None:
+        super().__init__(message)
+        self.log = log
+
+
+LOST_AFTER = 15.0  # seconds a campaign waits for a scheduler it lost before it gives up
 
 
 def _distributed() -> Any:
@@ -47,8 +58,16 @@ def local_cluster(workers: int) -> tuple[Any, Any]:
     The workers' statistical profiler is off: it samples the task thread's stack every 10 ms,
     which cost the engines' deep Python stacks about 12 % (``docs/performance.md``, *Swarm*)."""
     d = _distributed()
+    import sys
+
     import dask
 
+    # multiprocessing's resource tracker (started with this interpreter's -W options) removes the
+    # workers' semaphores when an interrupt killed them (kvmodel.signals.kill_descendants): it
+    # does so in silence, so that an interrupted command says one line
+    quiet = "ignore:resource_tracker:UserWarning"
+    if quiet not in sys.warnoptions:
+        sys.warnoptions.append(quiet)
     with dask.config.set({"distributed.worker.profile.enabled": False}):
         cluster = d.LocalCluster(
             n_workers=workers,
@@ -60,18 +79,88 @@ def local_cluster(workers: int) -> tuple[Any, Any]:
     return cluster, d.Client(cluster, set_as_default=False)
 
 
-def connect(address: str, timeout: float = 60.0, connect_timeout: float = 10.0) -> Any:
-    """A client on an existing cluster (``connect_timeout`` s to reach the scheduler); waits up to
-    ``timeout`` s for at least one worker."""
-    d = _distributed()
+HANDSHAKE_LIMIT = 1 << 26  # bytes: a Dask comm's first message is a small handshake
+
+
+def probe(address: str, timeout: float = 10.0) -> None:
+    """Check, within ``timeout`` seconds, that ``address`` is a Dask scheduler before Dask's client
+    speaks to it: it accepts a TCP connection and sends the first 8 bytes of a comm handshake (a
+    scheduler sends its handshake as soon as a connection opens), whose length field is that of a
+    small message. A silent peer, a peer that closes, and one that answers anything else are each a
+    :class:`SwarmError` (Dask's own client would wait forever on the first, and try to allocate
+    whatever length a garbage peer's first bytes spell)."""
+    import socket
+    import struct
+    import time
+
+    host, port = _host_port(address)
+    deadline = time.monotonic() + timeout
     try:
-        client = d.Client(address, timeout=connect_timeout, set_as_default=False)
-    except (OSError, TimeoutError) as e:
-        raise SwarmError(f"--scheduler {address}: cannot connect ({type(e).__name__}: {e})") from None
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            head = b""
+            while len(head) < 8:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SwarmError(f"--scheduler {address}: no Dask handshake within {timeout:g} s (a silent peer)")
+                sock.settimeout(left)
+                try:
+                    chunk = sock.recv(8 - len(head))
+                except TimeoutError:
+                    continue
+                if not chunk:
+                    raise SwarmError(f"--scheduler {address}: the peer closed the connection (not a Dask scheduler)")
+                head += chunk
+    except OSError as e:
+        raise SwarmError(f"--scheduler {address}: cannot connect ({e.strerror or e})") from None
+    (length,) = struct.unpack("<Q", head)
+    if not 0 < length <= HANDSHAKE_LIMIT:
+        raise SwarmError(f"--scheduler {address}: the peer's first bytes are not a Dask handshake (not a scheduler)")
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    rest = address.split("://", 1)[1] if "://" in address else address
+    if "://" in address and not address.startswith("tcp://"):
+        raise SwarmError(f"--scheduler {address}: only tcp:// addresses are supported")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SwarmError(f"--scheduler {address}: not HOST:PORT or tcp://HOST:PORT")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def connect(address: str, timeout: float = 60.0, connect_timeout: float = 10.0) -> Any:
+    """A client on an existing cluster (:func:`probe` first; ``connect_timeout`` s to reach the
+    scheduler, the client made on a thread of its own so that no handshake can hold kvmodel past
+    it); waits up to ``timeout`` s for at least one worker."""
+    import threading
+
+    d = _distributed()
+    probe(address, connect_timeout)
+    box: list[Any] = []
+
+    def make() -> None:
+        try:
+            box.append(d.Client(address, timeout=connect_timeout, set_as_default=False))
+        except BaseException as e:  # handed over: MemoryError, a protocol error, a timeout
+            box.append(e)
+
+    t = threading.Thread(target=make, name="kvmodel-swarm-connect", daemon=True)
+    t.start()
+    t.join(connect_timeout + 5)
+    if not box:
+        raise SwarmError(
+            f"--scheduler {address}: the scheduler did not complete a connection within {connect_timeout:g} s"
+        )
+    if isinstance(box[0], BaseException):
+        e = box[0]
+        raise SwarmError(f"--scheduler {address}: cannot connect ({type(e).__name__}: {str(e)[:200]})") from None
+    client = box[0]
+    # the client's own reconnection log (an ERROR line per attempt) would add lines to kvmodel's one
+    logging.getLogger("distributed.client").setLevel(logging.CRITICAL)
     try:
         client.wait_for_workers(1, timeout=timeout)
-    except TimeoutError:
-        client.close()
+    except Exception:
+        with contextlib.suppress(Exception):
+            client.close(timeout=5)
         raise SwarmError(f"--scheduler {address}: no worker joined within {timeout:.0f} s") from None
     return client
 
@@ -162,6 +251,14 @@ def run(
     pending: Any = None
     inflight = 0
 
+    def gone() -> SwarmError:
+        log.seconds = time.perf_counter() - t0
+        return SwarmError(
+            f"the scheduler {log.scheduler or ''} went away mid-campaign ({len(log.results)} of "
+            f"{len(log.tasks)} submitted tasks finished)",
+            log,
+        )
+
     def submit_next() -> bool:
         nonlocal inflight
         if deadline is not None and time.perf_counter() >= deadline:
@@ -173,7 +270,10 @@ def run(
         key = f"kvmodel-swarm-{nonce}-{task.id}"
         keys[key] = task.id
         log.tasks[task.id] = task
-        fut = client.submit(fn, task.to_json(), key=key, pure=False, retries=0)
+        try:
+            fut = client.submit(fn, task.to_json(), key=key, pure=False, retries=0)
+        except Exception:  # a closed client: the scheduler went away
+            raise gone() from None
         if pending is None:
             first.append(fut)
         else:
@@ -184,13 +284,28 @@ def run(
     while inflight < window and submit_next():
         pass
     pending = d.as_completed(first, loop=client.loop)
+    lost_since: float | None = None
     while inflight:
+        if not pending.has_ready():
+            # the client reconnects for a while and then gives up; as_completed would wait forever
+            if client.status == "running":
+                lost_since = None
+            elif lost_since is None:
+                lost_since = time.monotonic()
+            elif client.status in ("closed", "closing", "failed") or time.monotonic() - lost_since > LOST_AFTER:
+                raise gone()
+            time.sleep(0.05)
+            continue
         fut = next(pending)
         inflight -= 1
         tid = keys[fut.key]
         try:
             res = fut.result()
-        except Exception as ex:  # e.g. KilledWorker: the task's workers kept dying
+        except BaseException as ex:  # e.g. KilledWorker: the task's workers kept dying
+            if isinstance(ex, KeyboardInterrupt) or client.status != "running":
+                if isinstance(ex, KeyboardInterrupt | SystemExit) or not isinstance(ex, Exception | CancelledError):
+                    raise
+                raise gone() from None
             res = {**error_result(ex), "id": tid, "timing": {"seconds": 0.0, "worker": None}}
         fut.release()
         log.results[tid] = res

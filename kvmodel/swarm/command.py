@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kvmodel import signals
 from kvmodel.cliargs import SEED, UsageError, check_outputs, integer, nonempty
 from kvmodel.progress import Progress
 from kvmodel.verdicts import EXIT
@@ -169,12 +170,45 @@ def cmd_swarm(args: argparse.Namespace) -> int:
         client.close()
     except campaign.SwarmError as e:
         print(f"kvmodel swarm: {e}", file=sys.stderr)
+        if e.log is not None and e.log.results:  # what finished before the scheduler went away
+            _partial(e, e.log, matrix, args, requested, dist)
         return 2
+    except (KeyboardInterrupt, signals.Terminated):  # the cluster's processes go now, not in seconds
+        signals.kill_descendants()
+        cluster = None
+        raise
     finally:
         if cluster is not None:
             cluster.close()
     summary = merge.merge(log, matrix, seed=args.seed, requested=requested, dist=dist, out_dir=Path(args.out))
+    return _report(summary, args)
+
+
+def _partial(
+    e: Exception, log: Any, matrix: Any, args: argparse.Namespace, requested: dict[str, Any], dist: Any
+) -> None:
+    """The report of a campaign cut short: the tasks that finished, verdict ``error``."""
+    from kvmodel.swarm import merge
+
+    summary = merge.merge(log, matrix, seed=args.seed, requested=requested, dist=dist, out_dir=Path(args.out))
+    summary.update(verdict="error", ok=False, error=str(e)[:400], incomplete=True)
+    summary["results"].append(
+        {
+            "component": "swarm",
+            "engine": "campaign",
+            "check": "scheduler",
+            "verdict": "error",
+            "outcome": "error",
+            "error": str(e)[:400],
+            "steps": 0,
+        }
+    )
+    _report(summary, args)
+
+
+def _report(summary: dict[str, Any], args: argparse.Namespace) -> int:
     from kvmodel import report
+    from kvmodel.swarm import merge
 
     for line in report.write_outputs(summary, html=args.html, junit=args.junit, itf=False):
         print(line, file=sys.stderr)

@@ -22,6 +22,7 @@ from typing import Any
 
 from kvmodel import traces
 from kvmodel.engines import Case
+from kvmodel.jsonio import write_text
 from kvmodel.swarm.campaign import RunLog
 from kvmodel.swarm.tasks import CONFORM, FORMAT, Cell, Distribution, case_of
 from kvmodel.verdicts import worst
@@ -124,7 +125,7 @@ def merge(
             if task.engine == CONFORM:
                 p = out_dir / name
                 p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(json.dumps(res["trace_doc"], indent=2, sort_keys=True) + "\n")
+                write_text(p, json.dumps(res["trace_doc"], indent=2, sort_keys=True) + "\n")
             else:
                 p = traces.write(res["trace_doc"], out_dir / name)
             path = str(p)
