@@ -202,19 +202,49 @@ def same_error(model_err: dict[str, Any], got: Any) -> bool:
 
 
 class Renaming:
-    """A one-to-one renaming of handle-like ids (``Component.renamed_fields``) kept over a run:
-    the model's and the implementation's ids may differ, consistently."""
+    """A one-to-one renaming kept over a run: of handle-like ids (``Component.renamed_fields``),
+    and of the random hashes the model drew (``random``: a G1 sequence with prefix caching off
+    draws fresh random sequence hashes, as Rust does; a port draws its own, so those values are
+    compared up to a consistent renaming). Everything else is compared exactly
+    (:func:`kvmodel.exact.same`)."""
 
-    def __init__(self, fields: Sequence[str]) -> None:
+    def __init__(self, fields: Sequence[str], random: set[int] | None = None) -> None:
         self.fields = tuple(fields)
+        self.random = random
         self.fwd: dict[Any, Any] = {}
         self.back: dict[Any, Any] = {}
+
+    def _pair(self, fwd: dict[Any, Any], back: dict[Any, Any], kind: str, v: Any, w: Any) -> bool:
+        kv, kw = exact.key(v), exact.key(w)  # typed: the id true is not the id 1
+        return bool(fwd.setdefault((kind, kv), kw) == kw and back.setdefault((kind, kw), kv) == kv)
+
+    def _same(self, a: Any, b: Any, fwd: dict[Any, Any], back: dict[Any, Any]) -> bool:
+        if not self.random:
+            return exact.same(a, b)
+        if type(a) is int and a in self.random:
+            return type(b) is int and bool(self._pair(fwd, back, "random", a, b))
+        if type(a) is not type(b):
+            return False
+        if type(a) is dict:
+            return a.keys() == b.keys() and all(self._same(v, b[k], fwd, back) for k, v in a.items())
+        if type(a) is list:
+            return len(a) == len(b) and all(self._same(x, y, fwd, back) for x, y in zip(a, b, strict=True))
+        return bool(a == b)
+
+    def same_value(self, model: Any, got: Any) -> bool:
+        """Whether a returned value is the same up to the renaming of random hashes (extended by
+        the values met for the first time)."""
+        fwd, back = dict(self.fwd), dict(self.back)
+        if not self._same(model, got, fwd, back):
+            return False
+        self.fwd, self.back = fwd, back
+        return True
 
     def same_events(self, model: list[Any], got: list[Any]) -> bool:
         """Whether the event lists are the same (:func:`kvmodel.exact.same`) up to the renaming,
         which is extended by the ids met for the first time."""
         if not self.fields:
-            return exact.same(model, got)
+            return self.same_value(model, got)
         if len(model) != len(got):
             return False
         fwd, back = dict(self.fwd), dict(self.back)
@@ -223,11 +253,9 @@ class Renaming:
                 return False
             for k, v in a.items():
                 if k not in self.fields:
-                    if not exact.same(v, b[k]):
+                    if not self._same(v, b[k], fwd, back):
                         return False
-                    continue
-                kv, kw = exact.key(v), exact.key(b[k])  # typed: the id true is not the id 1
-                if fwd.setdefault((k, kv), kw) != kw or back.setdefault((k, kw), kv) != kv:
+                elif not self._pair(fwd, back, k, v, b[k]):
                     return False
         self.fwd, self.back = fwd, back
         return True
@@ -247,22 +275,49 @@ def compare(op: str, args: Any, model: dict[str, Any], got: Any, memo: dict[str,
             return ("error", model["error"]["type"], got.get("error", {"returns": got.get("returns")}))
     elif "error" in got and got["error"] is not None:
         return ("error", {"returns": model.get("returns")}, got["error"])
-    elif not exact.same(got.get("returns"), model.get("returns")):
-        return ("returns", model.get("returns"), got.get("returns"))
     renaming: Renaming = memo.get("renaming") or Renaming(())
+    if (
+        "error" not in model
+        and got.get("error") is None
+        and not renaming.same_value(model.get("returns"), got.get("returns"))
+    ):
+        return ("returns", model.get("returns"), got.get("returns"))
     if not renaming.same_events(model["events"], list(ev)):
         return ("events", model["events"], list(ev))
     return None
 
 
 def _concrete(
-    component: str, config: dict[str, Any], quirks: Sequence[str], picks: Sequence[int], sp: Any
+    component: str,
+    config: dict[str, Any],
+    quirks: Sequence[str],
+    picks: Sequence[int],
+    sp: Any,
+    only: frozenset[str] | None = None,
 ) -> list[tuple[str, Any]]:
     """The operation list a sequence of picks stands for (:mod:`kvmodel.workloads`)."""
     from kvmodel import workloads
 
     c = _component(component)
-    return workloads.concrete(sp, c.api_ops(), sp.system(config, quirks), picks, c.api_weights)
+    return workloads.concrete(sp, c.api_ops(), sp.system(config, quirks), picks, c.api_weights, only)
+
+
+def _declared(impl: Any, component: str) -> frozenset[str] | None:
+    """The operations the adapter says it implements (its ``operations`` attribute: names of the
+    component's operations), or ``None`` (all of them)."""
+    try:
+        ops = impl.operations
+    except AttributeError:
+        return None
+    if ops is None:
+        return None
+    if isinstance(ops, str) or not all(isinstance(o, str) for o in ops):
+        raise ValueError(f"the adapter's operations must be a collection of operation names, got {ops!r:.80}")
+    known = set(operations(component))
+    unknown = sorted(set(ops) - known)
+    if unknown:
+        raise ValueError(f"the adapter declares {unknown[0]!r}, not an operation of {component} ({sorted(known)})")
+    return frozenset(ops)
 
 
 def op_label(op: str, args: Any) -> str:
@@ -293,27 +348,32 @@ class _Model:
         self.system: Any = None
         self.steps = 0
         self.renaming: Renaming | None = None
+        self.random: set[int] = set()  # the random hashes drawn in this run (caching-off sequences)
 
     def reset(self, config: dict[str, Any]) -> None:
         self.system = make_system(self.component, config, self.quirks)
         self.steps = 0
+        self.random = set()
 
     def step(self, op: str, args: Any) -> dict[str, Any]:
         self.steps += 1
         out = self.system.step(op, args)
         if isinstance(out.error, InvalidInput):  # not an input the real code's types admit
             raise InvalidInput(f"step {self.steps} ({op}): {out.error.detail}")
+        for seq in getattr(self.system, "seqs", {}).values():
+            if not getattr(seq, "caching", True):
+                self.random.update(seq.seq_hashes)
         obs: dict[str, Any] = out.observation(None)
         return obs
 
 
-def _comparer(component: str) -> differential_.Compare:
+def _comparer(component: str, model: _Model | None = None) -> differential_.Compare:
     fields = _component(component).renamed_fields
 
-    def cmp(op: str, args: Any, model: dict[str, Any], got: Any, memo: dict[str, Any]) -> Difference | None:
+    def cmp(op: str, args: Any, want: dict[str, Any], got: Any, memo: dict[str, Any]) -> Difference | None:
         if "renaming" not in memo:
-            memo["renaming"] = Renaming(fields)
-        return compare(op, args, model, got, memo)
+            memo["renaming"] = Renaming(fields, None if model is None else model.random)
+        return compare(op, args, want, got, memo)
 
     return cmp
 
@@ -331,7 +391,8 @@ def differential(
     ``InvalidInput``."""
     name = _component(component).name
     cfg = dict(make_system(name, config, quirks).config)
-    return differential_.differential(_Model(name, quirks), adapter, cfg, ops, _comparer(name), call=call)
+    m = _Model(name, quirks)
+    return differential_.differential(m, adapter, cfg, ops, _comparer(name, m), call=call)
 
 
 def check_implementation(
@@ -384,25 +445,34 @@ def check_implementation(
         q = _quirk_list(component, quirks)
     sp = _space(component, space)
     cfg = dict(make_system(component, config or {}, q).config)
+    from kvmodel.model.quirks import revision_of
+
     rep = DiffReport(adapter_name(impl), component, cfg, q, seed=seed)
+    rep.revision = revision if revision is not None else revision_of(component, q)
+    only = _declared(impl, component)
     call = differential_.Caller(step_timeout)
     try:
         # long enough that set-ups of several steps (a request allocated, then decoded) occur; the
         # deletion pass shrinks below the minimum afterwards
         strategy = st.lists(st.integers(0, 10_000), min_size=max(1, max_steps // 2), max_size=max_steps)
+        model_side = _Model(component, q)
         differential_.run(
-            _Model(component, q),
+            model_side,
             impl,
             rep,
             strategy=strategy,
-            case=lambda picks: (cfg, _concrete(component, cfg, q, picks, sp)),
-            compare=_comparer(component),
+            case=lambda picks: (cfg, _concrete(component, cfg, q, picks, sp, only)),
+            compare=_comparer(component, model_side),
             workloads=workloads,
             call=call,
             label=op_label,
         )
     finally:
         call.close()
+    exercised = {op for op, _ in (rep.ops or [])} | {k.split(":", 1)[0] for k in rep.op_counts}
+    every = operations(component)
+    rep.extra["operations_declared"] = None if only is None else sorted(only)
+    rep.extra["operations_not_exercised"] = sorted(set(every) - exercised)
     d = rep.divergence
     if d is not None and rep.ops is not None:
         rep.trace = traces.record(

@@ -9,8 +9,6 @@ engines in :mod:`kvmodel.engines`, each component's worlds, options and targets 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import sys
@@ -18,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kvmodel import __version__, components
+from kvmodel import __version__, components, signals
 from kvmodel.cliargs import (
     SEED,
     OneLineParser,
@@ -62,20 +60,8 @@ def _component(name: str, has: Any = None, what: str = "component") -> component
         raise UsageError(e.detail) from None
 
 
-def _line(row: dict[str, Any]) -> str:
-    head = f"[{row['engine']}] {row['component']:<22} {row['check']:<42} {row['verdict']:<15}"
-    tail = ""
-    if v := row.get("violation"):
-        tail = f"  {v['invariant']} at step {v['step']}: {v['message']}" + (
-            f"  -> {row['trace']}" if row.get("trace") else ""
-        )
-    if row.get("error"):
-        tail += f"  error: {row['error']}"
-    return f"{head} {row['steps']} steps, {row['seconds']:.2f}s{tail}"
-
-
 def cmd_check(args: argparse.Namespace) -> int:
-    from kvmodel import suite
+    from kvmodel import report, suite
 
     check_outputs(args, ("html", "junit"))
     checkable = components.with_(lambda c: c.system or any(t.in_check for t in c.conform))
@@ -96,7 +82,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             revision_name=args.revision,
             budget=budget,
             progress=lambda m: bar.update(m, force=True),
-            done=lambda r: _log(args, _line(r.to_json()), bar),
+            done=lambda r: _log(args, report.row_line(r.to_json()), bar),
         )
     summary = suite.summary(
         results,
@@ -106,8 +92,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         profile=args.profile,
         seed=args.seed,
     )
-    from kvmodel import report
-
     for line in report.write_outputs(summary, html=args.html, junit=args.junit, itf=args.itf):
         _log(args, line)
     rows = summary["results"]
@@ -132,12 +116,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         write_text(args.itf, json.dumps(from_trace(trace), indent=1, sort_keys=True) + "\n")
     with Progress("replay") as bar:
-        res = traces.replay(
-            trace,
-            source=str(args.trace),
-            keep_going=args.keep_going,
-            progress=lambda i, n: bar.update(f"step {i:,} of {n:,}"),
-        )
+        tick = lambda i, n: bar.update(f"step {i:,} of {n:,}")  # noqa: E731
+        res = traces.replay(trace, source=str(args.trace), keep_going=args.keep_going, progress=tick)
     if args.json:
         _emit_json({"trace": str(args.trace), **res.to_json()})
         return EXIT[res.verdict]
@@ -464,46 +444,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line; exit codes as in :mod:`kvmodel.verdicts`. Never a traceback for bad
     input: one line naming the file or option and the problem. SIGINT, SIGTERM and SIGHUP end
     any command with one line and 128 + the signal (:mod:`kvmodel.signals`)."""
-    from kvmodel import signals
-
-    _tolerant_streams()
-    with signals.handled():
-        try:
-            return _main(argv)
-        except (KeyboardInterrupt, signals.Terminated) as e:
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-            print(f"kvmodel: interrupted ({signals.name(e)}): no verdict", file=sys.stderr)
-            _interrupted.append(signals.exit_code(e))
-            return signals.exit_code(e)
-
-
-_interrupted: list[int] = []
+    return signals.run_command(_main, argv)
 
 
 def entry() -> None:
-    """The ``kvmodel`` command: :func:`main`, then the exit. After an interrupt every clean-up of
-    the command has run; the interpreter's own exit handlers (a Dask cluster's orderly shutdown
-    can take seconds) are skipped so that the command ends at once."""
-    code = main()
-    if _interrupted:
-        from kvmodel import harness
-
-        harness.kill_all()
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
-def _tolerant_streams() -> None:
-    """Standard output and error that never fail on a character their encoding cannot hold
-    (``PYTHONIOENCODING=ascii``, a C locale): such a character is written as its escape."""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
-            with contextlib.suppress(Exception):
-                stream.reconfigure(errors="backslashreplace")
+    """The ``kvmodel`` command (:func:`kvmodel.signals.exit_now`)."""
+    signals.exit_now(main())
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -37,6 +37,10 @@ def add_parser(sub: Any, command: Any) -> None:
     x.add_argument("--component", help="the component the program implements (required with --target exec)")
     x.add_argument("--quirks", help="the model compared with: faithful, ideal (default) or Q1,Q2,... (quirk names)")
     x.add_argument("--step-timeout", type=seconds(), default=10.0, help="seconds per answer (default 10)")
+    x.add_argument("--config", help="the configuration as a JSON object (docs/contracts.md; default the component's)")
+    x.add_argument(
+        "--space", help="the workload world's fields as a JSON object (kvmodel.api.workload_space; docs/contracts.md)"
+    )
     cf.add_argument("command", nargs="*", help=argparse.SUPPRESS)
 
 
@@ -44,8 +48,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
     """Differential conformance: the model against a real implementation."""
     if args.target == EXEC:
         return _exec(args)
-    if args.command or args.component or args.quirks:
-        raise UsageError("a command, --component and --quirks go with --target exec")
+    if args.command or args.component or args.quirks or args.config or args.space:
+        raise UsageError("a command, --component, --quirks, --config and --space go with --target exec")
     try:
         _, t = components.target(args.target)
     except components.UnknownComponent as e:
@@ -77,6 +81,8 @@ def cmd_conform(args: argparse.Namespace) -> int:
     if args.out and (path := t.write_counterexample(out, args.out, args.seed)):
         out["counterexample_path"] = path
     out.setdefault("verdict", "violation" if out["divergences"] else "pass")
+    if out.get("revision") is None:  # every report names the revision it compared with
+        out["revision"] = args.revision if args.revision is not None else (t.revisions[0] if t.revisions else None)
     if args.json:
         sys.stdout.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
     else:
@@ -111,6 +117,18 @@ def _quirks(args: argparse.Namespace, component: str) -> tuple[Any, str | None]:
     return names, None
 
 
+def _json_object(text: str | None, option: str) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise UsageError(f"{option}: not JSON ({str(e)[:80]})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{option}: a JSON object is wanted, got {type(value).__name__}")
+    return value
+
+
 def _exec(args: argparse.Namespace) -> int:
     from kvmodel import api
     from kvmodel.harness import ExecAdapter, HarnessError
@@ -124,6 +142,19 @@ def _exec(args: argparse.Namespace) -> int:
     except components.UnknownComponent as e:
         raise UsageError(e.detail) from None
     quirks, rev = _quirks(args, comp.name)
+    config = _json_object(args.config, "--config")
+    space = None
+    if args.space is not None:
+        try:
+            space = api.workload_space(comp.name, **_json_object(args.space, "--space"))
+        except ValueError as e:
+            raise UsageError(f"--space: {e}") from None
+    try:  # a configuration the model refuses is refused here, before the program starts
+        from kvmodel.systems import make_system
+
+        make_system(comp.name, config, ())
+    except Exception as e:
+        raise UsageError(f"--config: {str(e)[:200]}") from None
     adapter = ExecAdapter(args.command, step_timeout=args.step_timeout)
     try:
         adapter.start()
@@ -136,6 +167,8 @@ def _exec(args: argparse.Namespace) -> int:
                 workloads=args.workloads,
                 max_steps=args.max_ops,
                 seed=args.seed,
+                config=config,
+                space=space,
                 step_timeout=None,  # the harness times each answer itself and recovers
             )
     except HarnessError as e:

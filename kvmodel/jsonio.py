@@ -93,16 +93,32 @@ def write_text(path: str | Path, text: str) -> Path:
     last rename wins). On failure (a full disk, a directory in the way) the temporary file and the
     old ``path`` are both removed — a stale file (a passing JUnit report of an earlier run beside
     this run's error) is never left — and the ``OSError`` names the file. An interrupt mid-write
-    leaves the old file and no temporary one."""
+    leaves the old file and no temporary one. A target that exists and is not a regular file (a
+    device such as ``/dev/stdout`` or ``/dev/full``, a pipe) is written in place, never replaced;
+    a symbolic link's target is replaced, the link kept."""
     return write_bytes(path, text.encode("utf-8"))
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:
     """:func:`write_text` for bytes."""
     import os
+    import stat
     import tempfile
 
-    p = Path(path)
+    try:
+        mode = os.stat(path).st_mode  # through symbolic links
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        # a device, a pipe or a socket (``/dev/stdout``, ``/dev/full``): written as it is, never
+        # replaced by a file
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise OSError(f"{path}: cannot write: {e.strerror or e}") from None
+        return Path(path)
+    p = Path(os.path.realpath(path))  # through a symbolic link: its target is replaced
     tmp: str | None = None
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -121,12 +137,12 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
         if not p.is_dir():
             with _suppress():
                 p.unlink()
-        raise OSError(f"{p}: cannot write: {e.strerror or e}") from None
+        raise OSError(f"{path}: cannot write: {e.strerror or e}") from None
     finally:
         if tmp is not None:
             with _suppress():
                 os.unlink(tmp)
-    return p
+    return Path(path)
 
 
 def _umask() -> int:

@@ -137,3 +137,16 @@ def _write_outputs(summary: dict[str, Any], *, html: str | None, junit: str | No
     if html:
         said.append(f"wrote {html} and {len(write(summary, Path(html)))} counterexample page(s)")
     return said
+
+
+def row_line(row: dict[str, Any]) -> str:
+    """One check row as ``kvmodel check`` prints it."""
+    head = f"[{row['engine']}] {row['component']:<22} {row['check']:<42} {row['verdict']:<15}"
+    tail = ""
+    if v := row.get("violation"):
+        tail = f"  {v['invariant']} at step {v['step']}: {v['message']}" + (
+            f"  -> {row['trace']}" if row.get("trace") else ""
+        )
+    if row.get("error"):
+        tail += f"  error: {row['error']}"
+    return f"{head} {row['steps']} steps, {row['seconds']:.2f}s{tail}"

@@ -182,13 +182,14 @@ def _steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def marked(trace: dict[str, Any]) -> dict[str, Any]:
-    """The step to highlight: the violated invariant, or where an implementation checked with
-    :func:`kvmodel.api.check_implementation` diverged from the model (``origin.divergence``)."""
-    if trace.get("violation"):
-        return dict(trace["violation"])
+    """The step to highlight: where an implementation checked with
+    :func:`kvmodel.api.check_implementation` diverged from the model (``origin.divergence``: the
+    point of a conformance trace, even when a known quirk of the faithful model broke an
+    invariant earlier, which stays recorded as the trace's ``violation``), else the violated
+    invariant."""
     d = (trace.get("origin") or {}).get("divergence")
     if not isinstance(d, dict) or not isinstance(d.get("step"), int):
-        return {}
+        return dict(trace["violation"]) if trace.get("violation") else {}
     impl = str(trace["origin"].get("implementation", "the implementation"))
     return {
         "invariant": f"conformance of {impl}",
@@ -305,8 +306,15 @@ def replay_lines(trace: dict[str, Any], res: Any, source: str) -> list[str]:
     lines = [
         f"{source}: {trace['component']} with quirks {trace['quirks'] or 'none (ideal)'}: "
         f"replayed {res.steps_run} of {len(trace['steps'])} steps",
-        f"DIVERGENCE at {res.divergence}" if res.divergence else "every recorded observation reproduced",
     ]
+    d = (trace.get("origin") or {}).get("divergence")
+    if isinstance(d, dict) and isinstance(d.get("step"), int):  # a conformance trace: its point first
+        m = marked(trace)
+        lines.append(f"the implementation diverged from the model at step {d['step']}: {m.get('message', '')}")
+        if trace.get("violation"):
+            v = trace["violation"]
+            lines.append(f"(the model's own known violation of {v['invariant']} at step {v['step']} is recorded too)")
+    lines.append(f"DIVERGENCE at {res.divergence}" if res.divergence else "every recorded observation reproduced")
     if len(res.divergences) > 1:
         lines.append(f"{len(res.divergences)} divergences in all:")
         lines += [f"  step {d['step']} {d['op']}: {d['detail']}" for d in res.divergences]

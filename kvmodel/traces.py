@@ -226,14 +226,19 @@ MAX_CONFIG_NUMBER = 100_000  # a capacity, a block size: the model builds what i
 MAX_WORK = 1_000_000  # JSON values in all the steps' arguments together (blocks per call x steps)
 
 
-def work_bound(trace: dict[str, Any], source: str = "trace") -> None:
-    """Refuse, in one :class:`TraceError` line, a schema-valid trace that asks for more work than
-    a replay or a drawing should do: a configuration number over :data:`MAX_CONFIG_NUMBER` (a
-    capacity of 10^9 blocks is built, not just read), or steps whose arguments hold more than
-    :data:`MAX_WORK` JSON values in all (1,000 steps of 4,096 blocks each)."""
+def config_bound(trace: dict[str, Any], source: str = "trace") -> None:
+    """Refuse, in one :class:`TraceError` line, a configuration number over
+    :data:`MAX_CONFIG_NUMBER` before a replay builds the model (a capacity of 10^9 blocks is
+    built, not just read; a drawing of it is bounded and needs no such limit)."""
     for k, v in (trace.get("config") or {}).items():
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_CONFIG_NUMBER:
             raise TraceError(f"{source}: config {k} = {v} is over the work bound ({MAX_CONFIG_NUMBER:,})")
+
+
+def work_bound(trace: dict[str, Any], source: str = "trace") -> None:
+    """Refuse, in one :class:`TraceError` line, a schema-valid trace whose steps' arguments hold
+    more than :data:`MAX_WORK` JSON values in all (1,000 steps of 4,096 blocks each): more work
+    than a replay or a drawing should do."""
     total = 0
     stack: list[Any] = [step.get("args") for step in trace.get("steps", ())]
     while stack:
@@ -270,10 +275,12 @@ def replay(
     The replay stops at the first divergence; with ``keep_going`` it runs every step (the model
     going on from its own state) and lists every divergence in ``divergences``, one per step and
     observed key (``error``, ``returns``, ``events``, ``state``); ``divergence`` stays the first.
-    A trace over the work bound (:func:`work_bound`) is refused before anything runs;
+    A trace over the work bounds (:func:`work_bound`, :func:`config_bound`) is refused before
+    anything runs;
     ``progress(step, steps)`` is called after every step. Observations are compared exactly
     (:mod:`kvmodel.exact`)."""
     work_bound(trace, source)
+    config_bound(trace, source)
     res = ReplayResult(recorded_violation=trace.get("violation"))
     try:
         sys_ = make_system(trace["component"], trace.get("config", {}), trace.get("quirks", []))

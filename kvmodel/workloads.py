@@ -74,11 +74,19 @@ def groups(sp: Any, extra: Sequence[ApiOp], weights: Mapping[str, int] | None = 
 
 
 def concrete(
-    sp: Any, extra: Sequence[ApiOp], system: Any, picks: Sequence[int], weights: Mapping[str, int] | None = None
+    sp: Any,
+    extra: Sequence[ApiOp],
+    system: Any,
+    picks: Sequence[int],
+    weights: Mapping[str, int] | None = None,
+    only: frozenset[str] | None = None,
 ) -> list[tuple[str, Any]]:
     """The operation list a sequence of picks stands for, run from ``system`` (left unchanged);
-    picks with nothing applicable are skipped."""
+    picks with nothing applicable are skipped. ``only``: the operations an adapter implements
+    (``None``: all); no other operation is drawn."""
     gs = groups(sp, extra, weights)
+    if only is not None:
+        gs = [g for g in gs if g.api is None or g.api.op in only] or gs
     s = system
     ops: list[tuple[str, Any]] = []
     for pick in picks:
@@ -88,7 +96,7 @@ def concrete(
         # the drawn group first; when nothing of it applies here, the others in a scattered
         # order (a prime stride longer than the list), so no group inherits a disabled one's share
         for j in range(len(gs)):
-            chosen = _instance(sp, gs[((pick >> 1) + j * GROUP_STRIDE) % len(gs)], s, n, want_ok)
+            chosen = _instance(sp, gs[((pick >> 1) + j * GROUP_STRIDE) % len(gs)], s, n, want_ok, only)
             if chosen is not None:
                 break
         if chosen is None:
@@ -98,7 +106,9 @@ def concrete(
     return ops
 
 
-def _instance(sp: Any, g: Group, s: Any, n: int, want_ok: bool) -> tuple[str, Any, Any] | None:
+def _instance(
+    sp: Any, g: Group, s: Any, n: int, want_ok: bool, only: frozenset[str] | None = None
+) -> tuple[str, Any, Any] | None:
     """An instance of group ``g`` valid in ``s`` (accepted by the model when ``want_ok``), found
     by a stride from index ``n``: (op, the state after it, JSON arguments)."""
     for k in range(SEARCH):
@@ -118,6 +128,8 @@ def _instance(sp: Any, g: Group, s: Any, n: int, want_ok: bool) -> tuple[str, An
             op, decoded, args = sp.concrete(s, m)
             if op is None or args is None:
                 continue
+            if only is not None and op not in only:
+                return None
         t = s.clone()
         err = t.apply(op, decoded).error
         if isinstance(err, InvalidInput) or (want_ok and err is not None):

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -263,3 +264,24 @@ def test_the_pytest_fixture_passes_a_correct_pool_and_fails_a_buggy_one(tmp_path
     written = list((tmp_path / "traces").glob("*.json"))
     assert [p.name for p in written] == ["test_buggy.json"]
     assert traces.replay(traces.load(written[0])).divergence is None
+
+
+def test_an_adapter_may_declare_the_operations_it_implements() -> None:
+    """Issue 58: an adapter written against an earlier contract (here: the KV manager without its
+    queries) declares what it implements; nothing else is drawn, and the report lists what the
+    run left unexercised."""
+    from kvmodel.api import ModelAdapter, check_implementation
+
+    class Old(ModelAdapter):
+        operations = ("process", "num_active_blocks")
+
+        def step(self, op: str, args: Any) -> dict[str, Any]:
+            if op not in self.operations:
+                return {"error": "unsupported op", "events": []}
+            return super().step(op, args)
+
+    rep = check_implementation(Old("kv_manager"), "kv_manager", workloads=30)
+    assert rep.ok and {k.split(":")[0] for k in rep.op_counts} == {"process", "num_active_blocks"}
+    assert "get_prefill_cost" in rep.extra["operations_not_exercised"]
+    with pytest.raises(ValueError, match="not an operation"):
+        check_implementation(type("Bad", (Old,), {"operations": ("nope",)})("kv_manager"), "kv_manager")

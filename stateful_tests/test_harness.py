@@ -144,6 +144,10 @@ def test_a_misbehaving_child_is_a_divergence_of_its_own_kind(how: str, kind: str
     rep = json.loads(p.stdout)
     d = rep["first_divergence"]
     assert d["what"] == kind and stderr in d["implementation"], d
+    if how == "hang":  # a child that hung once is not asked again (issue 57): reported as first seen
+        assert rep["restarts"] == 0 and rep["shrink_runs"] == 0
+        assert sum(1 for op, _ in rep["counterexample"] if op == "evict") >= 3
+        return
     assert rep["restarts"] >= 1  # the child was restarted after each failure
     assert sum(1 for op, _ in rep["counterexample"] if op == "evict") == 3  # shrunk to the third evict
 

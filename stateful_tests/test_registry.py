@@ -204,3 +204,30 @@ def test_every_operation_is_one_action_class_and_nothing_else_is() -> None:
     assert a == RegisterBlock("device0", "s0", None, ABSENT)
     assert a.to_json() == {"registry": "device0", "state": "s0", "as": None}
     assert ACTIONS.decode("new_state", {}).to_json() == {} and NewState("x").to_json() == {"as": "x"}
+
+
+def test_generated_token_blocks_carry_their_tokens() -> None:
+    """Issue 58: a Rust ``TokenBlock`` always holds its tokens, so every block the default
+    workload generates has them, and a Complete state built from one answers ``len`` and
+    ``tokens`` (never the ``null`` a token-less block would give)."""
+    from kvmodel.api import ModelAdapter, check_implementation
+
+    seen: list[tuple[str, Any, Any]] = []
+
+    class Logging(ModelAdapter):
+        def step(self, op: str, args: Any) -> dict[str, Any]:
+            obs = super().step(op, args)
+            seen.append((op, args, obs))
+            if op == "state_query" and args["query"] in ("len", "tokens"):
+                kind = super().step("state_query", {"state": args["state"], "query": "is_registered"})
+                reset = super().step("state_query", {"state": args["state"], "query": "is_reset"})
+                if kind.get("returns") is False and reset.get("returns") is False and "error" not in obs:
+                    seen.append(("answered", args["query"], obs["returns"]))
+            return obs
+
+    rep = check_implementation(Logging("kvbm_block_registry"), "kvbm_block_registry", workloads=60, seed=3)
+    assert rep.ok, rep.explain()
+    blocks = [a["block"] for op, a, _ in seen if op in ("apply_token_block", "create_publish_handle")]
+    assert blocks and all(b.get("tokens") for b in blocks)
+    answers = [v for op, _, v in seen if op == "answered"]
+    assert answers and all(v is not None for v in answers)

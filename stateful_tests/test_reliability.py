@@ -34,7 +34,7 @@ def conform_exec(mode: str, *extra: str, timeout: float = 120) -> tuple[int, dic
     t0 = time.monotonic()
     p = subprocess.run(
         [*KVMODEL, "conform", "--target", "exec", "--component", LRU, "--workloads", "10", "--json",
-         "--step-timeout", "2", *extra, "--", sys.executable, str(CHILDREN), mode],
+         "--step-timeout", "2", *extra, "--", sys.executable, str(CHILDREN), mode, LRU],
         capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     out = json.loads(p.stdout) if p.stdout.strip() else {}
@@ -328,7 +328,7 @@ def test_signals_end_explore_with_workers_and_leave_nothing(sig: int, code: int)
 
 def test_sigterm_ends_conform_exec_and_its_child() -> None:
     cmd = [*KVMODEL, "conform", "--target", "exec", "--component", LRU, "--workloads", "50", "--step-timeout", "60",
-           "--", sys.executable, str(CHILDREN), "hang"]  # fmt: skip
+           "--", sys.executable, str(CHILDREN), "hang", LRU]  # fmt: skip
     rc, err, took, left = _signal_run(cmd, signal.SIGTERM, 4)
     assert rc == 143 and took < 3 and not left
     assert len(err.strip().splitlines()) == 1
@@ -475,7 +475,7 @@ def test_heavy_traces_are_refused_in_one_line(tmp_path: Path) -> None:
 def test_a_hello_name_cannot_forge_report_lines() -> None:
     p = subprocess.run(
         [*KVMODEL, "conform", "--target", "exec", "--component", LRU, "--workloads", "3", "--", sys.executable,
-         str(CHILDREN), "evil-name"],
+         str(CHILDREN), "evil-name", LRU],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert p.returncode == 0
@@ -486,3 +486,64 @@ def test_an_ascii_terminal_gets_escapes_not_an_error() -> None:
     env = dict(os.environ, PYTHONIOENCODING="ascii")
     p = subprocess.run([*KVMODEL, "quirks"], capture_output=True, text=True, timeout=60, env=env)
     assert p.returncode == 0 and p.stdout
+
+
+def test_an_interrupt_swallowed_by_a_gc_callback_is_delivered_again() -> None:
+    """Hypothesis registers a garbage-collector callback; Ctrl-C landing in it was printed as
+    "Exception ignored" and lost (the command ran on). It is now raised again in the command's
+    own flow."""
+    script = textwrap.dedent("""
+        import gc, os, signal, time
+        from kvmodel import signals
+        fired = []
+        def cb(phase, info):
+            if phase == "start" and not fired:
+                fired.append(1)
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(10000):
+                    pass
+        gc.callbacks.append(cb)
+        with signals.handled():
+            try:
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 10:
+                    gc.collect()
+                    time.sleep(0.01)
+                print("not interrupted")
+            except KeyboardInterrupt:
+                print("interrupted")
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert p.stdout.strip() == "interrupted" and "Exception ignored" not in p.stderr, p.stderr
+
+
+def test_a_conformance_trace_marks_its_divergence_before_a_known_violation() -> None:
+    """Issue 58 (tooling): a faithful quirk that breaks an invariant before the divergent step
+    no longer hides the divergence in ``show`` and ``replay``."""
+    from kvmodel import show
+
+    ops = [
+        ("process", {"Use": [{"F": 0}, {"P": "p1"}]}),
+        ("process", {"Deref": [{"F": 0}]}),
+        ("process", {"Promote": {"uuid": "p1", "hash": 0, "parent_hash": None}}),
+        ("num_active_blocks", {}),
+    ]
+    trace = traces.record("kv_manager", {"max_capacity": 4}, ["promote_leaves_inactive_copy"], ops,
+                          stop_at_violation=False)  # fmt: skip
+    assert trace.get("violation") and trace["violation"]["step"] == 2
+    d = {"step": 3, "op": "num_active_blocks", "args": {}, "what": "returns", "model": 1, "implementation": 2}
+    trace["origin"] = {"engine": "differential", "implementation": "port", "divergence": d}
+    assert show.marked(trace)["step"] == 3
+    res = traces.replay(trace)
+    lines = show.replay_lines(trace, res, "t.json")
+    assert "diverged from the model at step 3" in lines[1] and "known violation" in lines[2]
+
+
+def test_a_device_given_as_an_output_is_written_not_replaced() -> None:
+    """An atomic write renames a temporary file over its target: never over a device (as root,
+    ``--dot /dev/full`` once replaced the device node with a file)."""
+    import stat
+
+    with pytest.raises(OSError, match="/dev/full: cannot write"):
+        jsonio.write_text("/dev/full", "x")
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)

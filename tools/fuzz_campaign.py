@@ -1,6 +1,17 @@
 """A bad-input campaign of the size and kinds that found the crashes of issue 20, re-run.
 
 Usage: python tools/fuzz_campaign.py [--seed S] [--scale F] [--json OUT]
+       python tools/fuzz_campaign.py --supervision [--json OUT]
+
+``--supervision`` runs the other campaign (issue 57): what the implementation, the network or the
+user does wrong — misbehaving harness children (``tools/harness_children.py``), adapters raising
+``BaseException``, answering non-JSON or hanging, signals to long commands, fake schedulers
+(garbage, silent, closing, dying mid-campaign), a full disk (a small tmpfs when root, else
+``/dev/full``), heavy schema-valid traces. Each case runs as its own ``kvmodel`` process with a
+time bound; it counts as *dishonest* if its exit code is not the expected verdict's, a *hang* if it
+outlives its bound, *left behind* if a process of its group survives it, a *traceback* if one
+reaches stderr (or stderr has more than one line on an error or an interrupt), and *stale* if an
+output file of an earlier run survives an error exit or a temporary file is left.
 
 Kinds (default counts): 2,253 malformed trace files (through ``show``, ``show --html``,
 ``replay`` and ``replay --json``; half of them of the KV manager, half of another component with an
@@ -401,12 +412,199 @@ def undecided(rng: random.Random, tmp: Path) -> dict[str, Any]:
 DRAWN = tuple(n for n in components.names(lambda c: c.space is not None) if n != KV)
 
 
+SUPERVISION_ADAPTERS = """
+import sys, time
+from unittest import mock
+from kvmodel.api import ModelAdapter, check_implementation
+kind, component = sys.argv[1], sys.argv[2]
+class A(ModelAdapter):
+    def __init__(self):
+        super().__init__(component); self.n = 0
+    def step(self, op, args):
+        self.n += 1
+        if self.n == 3:
+            if kind == "exit0": raise SystemExit(0)
+            if kind == "keyboard": raise KeyboardInterrupt
+            if kind == "generator": raise GeneratorExit
+            if kind == "hang": time.sleep(3600)
+        obs = super().step(op, args)
+        if kind == "any": obs["returns"] = mock.ANY
+        if kind == "magicmock": obs["returns"] = mock.MagicMock()
+        if kind == "set": obs["returns"] = {1, 2}
+        if kind == "bool" and obs.get("returns") == 1: obs["returns"] = True
+        return obs
+r = check_implementation(A(), component, workloads=20, step_timeout=1)
+print(r.verdict, r.divergence.what if r.divergence else None)
+sys.exit(0 if r.verdict == "violation" else 5)
+"""
+
+
+def supervision(out_json: str | None) -> int:
+    """The issue-57 campaign: every case a process with a bound; the figures."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import threading
+
+    kv = [sys.executable, "-m", "kvmodel"]
+    children = str(ROOT / "tools" / "harness_children.py")
+    # the children and adapters speak the default component (the KV manager); the long search is
+    # of the first component whose world has requests (G1), on two workers
+    g1 = next(c.name for c in components.registered() if any("owners" in str(o) for o in c.options))
+    rows: list[dict[str, Any]] = []
+
+    def run(
+        name: str,
+        argv: list[str],
+        want: int,
+        bound: float,
+        *,
+        sig: int | None = None,
+        after: float = 0,
+        outputs: tuple[Path, ...] = (),
+        one_line: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, env=env,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+        if sig is not None:
+            time.sleep(after)
+            p.send_signal(sig)
+            t0 = time.monotonic()
+        hang = False
+        try:
+            _, err = p.communicate(timeout=bound)
+        except subprocess.TimeoutExpired:
+            hang = True
+            os.killpg(p.pid, signal.SIGKILL)
+            _, err = p.communicate()
+        took = time.monotonic() - t0
+        left: list[str] = []
+        for _ in range(30):
+            left = subprocess.run(["pgrep", "-g", str(p.pid)], capture_output=True, text=True).stdout.split()
+            if not left:
+                break
+            time.sleep(0.1)
+        if left:
+            subprocess.run(["pkill", "-KILL", "-g", str(p.pid)])
+        lines = err.strip().splitlines()
+        tb = "Traceback" in err or (p.returncode in (2, 130, 143) and one_line and len(lines) > 1)
+        stale = any(o.exists() for o in outputs) if p.returncode != 0 else False
+        stale = stale or any(f.name.endswith(".tmp") for o in outputs if o.parent.exists() for f in o.parent.iterdir())
+        dishonest = p.returncode != want and not hang
+        rows.append({"case": name, "exit": p.returncode, "expected": want, "dishonest": dishonest, "hang": hang,
+                     "seconds": round(took, 2), "left_behind": len(left), "traceback": tb,
+                     "stale": stale, "stderr": err.strip()[-200:]})  # fmt: skip
+        print(f"{name:44} exit {p.returncode} (want {want}) {took:6.1f}s left {len(left)}"
+              f"{' TRACEBACK' if tb else ''}{' STALE' if stale else ''}{' HANG' if hang else ''}",
+              flush=True)  # fmt: skip
+
+    expect = {"honest": 0, "bool-for-int": 1, "float-for-int": 1, "no-read": 1, "close-stdout": 1, "orphan": 1,
+              "fork-sleepers": 0, "stderr-flood": 0, "hang": 1, "evil-name": 0, "many-empties": 1}  # fmt: skip
+    for mode, want in expect.items():
+        run(f"harness child: {mode}", [*kv, "conform", "--target", "exec", "--component", KV, "--workloads",
+            "20", "--step-timeout", "2", "--", sys.executable, children, mode, KV], want, 120)  # fmt: skip
+    run("harness child: a shell wrapper's grandchildren", [*kv, "conform", "--target", "exec", "--component",
+        KV, "--workloads", "20", "--", "sh", "-c", f"sleep 90 & exec {sys.executable} {children}"
+        f" fork-sleepers {KV}"], 0, 120)  # fmt: skip
+    for kind in ("exit0", "keyboard", "generator", "hang", "any", "magicmock", "set", "bool"):
+        run(f"adapter: {kind}", [sys.executable, "-c", SUPERVISION_ADAPTERS, kind, KV], 0, 60)
+    explore = [*kv, "explore", "--component", g1, "--owners", "3", "--capacity", "4", "--workers", "2"]
+    run("signal: SIGINT to explore --workers 2", explore, 130, 3, sig=signal.SIGINT, after=4)
+    run("signal: SIGTERM to explore --workers 2", explore, 143, 3, sig=signal.SIGTERM, after=4)
+    run("signal: SIGINT to check", [*kv, "check", "--component", KV], 130, 3, sig=signal.SIGINT, after=4)
+    run("signal: SIGTERM to conform exec (hung child)", [*kv, "conform", "--target", "exec", "--component",
+        KV, "--step-timeout", "60", "--", sys.executable, children, "hang", KV], 143, 3,
+        sig=signal.SIGTERM, after=4)  # fmt: skip
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        run("signal: SIGINT to swarm", [*kv, "swarm", "--workers", "2", "--tasks", "50", "--out", str(tmp / "sw")],
+            130, 3, sig=signal.SIGINT, after=12)  # fmt: skip
+        for mode in ("garbage", "silent", "close"):
+            srv = socket.socket()
+            srv.bind(("127.0.0.1", 0))
+            srv.listen(4)
+            held: list[Any] = []
+
+            def serve(srv: socket.socket = srv, mode: str = mode, held: list[Any] = held) -> None:
+                with contextlib.suppress(OSError):
+                    while True:
+                        c, _ = srv.accept()
+                        if mode == "garbage":
+                            c.sendall(b"\xfe" * 4096)
+                        elif mode == "close":
+                            c.close()
+                        else:
+                            held.append(c)
+
+            threading.Thread(target=serve, daemon=True).start()
+            run(f"scheduler: {mode} peer", [*kv, "swarm", "--scheduler", f"tcp://127.0.0.1:{srv.getsockname()[1]}",
+                "--tasks", "2", "--out", str(tmp / "sw2")], 2, 40)  # fmt: skip
+            srv.close()
+        small = tmp / "small"
+        small.mkdir()
+        mounted = (
+            os.geteuid() == 0
+            and subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True
+            ).returncode
+            == 0
+        )
+        try:
+            junit = small / "junit.xml"
+            junit.write_text("<testsuites failures='0' errors='0'/>")
+            if mounted:
+                fd = os.open(small / "filler", os.O_WRONLY | os.O_CREAT)
+                with contextlib.suppress(OSError):
+                    while True:
+                        os.write(fd, b"x" * 4096)
+                os.close(fd)
+                html = small / "r.html"
+            else:
+                html = Path("/dev/full")
+            run("full disk: check --html --junit", [*kv, "check", "--component", KV, "--ideal",
+                "--html", str(html), "--junit", str(junit), "--out", str(tmp / "t")], 2, 300,
+                outputs=(junit,) + ((html,) if mounted else ()))  # fmt: skip
+        finally:
+            if mounted:
+                subprocess.run(["umount", str(small)])
+        big = tmp / "big.json"
+        steps = [{"op": "process", "args": {"Use": [{"F": i} for i in range(4096)]}} for _ in range(300)]
+        big.write_text(json.dumps({"format": "kvmodel-trace/1", "component": KV, "config": {"max_capacity": 4},
+                                   "quirks": [], "steps": steps}))  # fmt: skip
+        run("heavy trace: 300 steps of 4,096 blocks", [*kv, "replay", str(big)], 2, 60)
+        big.write_text(json.dumps({"format": "kvmodel-trace/1", "component": KV, "config": {"max_capacity": 10**9},
+                                   "quirks": [], "steps": steps[:1]}))  # fmt: skip
+        run("heavy trace: capacity 10^9", [*kv, "replay", str(big)], 2, 60)
+        env = dict(os.environ, PYTHONIOENCODING="ascii")
+        run("encoding: quirks under PYTHONIOENCODING=ascii", [*kv, "quirks"], 0, 60, env=env)
+    figures = {
+        "cases": len(rows),
+        "dishonest": sum(r["dishonest"] for r in rows),
+        "hangs": sum(r["hang"] for r in rows),
+        "left_behind": sum(r["left_behind"] for r in rows),
+        "tracebacks": sum(r["traceback"] for r in rows),
+        "stale_outputs": sum(r["stale"] for r in rows),
+    }
+    print(json.dumps(figures))
+    if out_json:
+        Path(out_json).write_text(json.dumps({"figures": figures, "cases": rows}, indent=1) + "\n")
+    bad = figures["dishonest"] + figures["hangs"] + figures["left_behind"] + figures["tracebacks"]
+    return 1 if bad + figures["stale_outputs"] else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--supervision", action="store_true", help="the issue-57 campaign instead (see above)")
     a = ap.parse_args()
+    if a.supervision:
+        return supervision(a.json)
     rng = random.Random(a.seed)
     n_traces, n_vectors, n_args, n_ops = (int(x * a.scale) for x in (2253, 914, 805, 9115))
     t0 = time.perf_counter()

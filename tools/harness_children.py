@@ -2,10 +2,10 @@
 for the reliability tests (``stateful_tests/test_reliability.py``) and the campaign
 (``tools/fuzz_campaign.py --supervision``).
 
-Usage: python tools/harness_children.py MODE [COMPONENT]
+Usage: python tools/harness_children.py MODE COMPONENT
 
 Each mode speaks the harness protocol (``docs/harness.md``) as kvmodel's own model of COMPONENT
-(default ``lru_evictor_counter``) would, and then misbehaves in one way:
+would, and then misbehaves in one way:
 
 * ``honest``        — the model itself (no divergence);
 * ``bool-for-int``  — answers JSON ``true``/``false`` where the model returns ``1``/``0``;
@@ -39,8 +39,7 @@ def _swap(x: Any, fn: Any) -> Any:
 
 
 def main() -> int:
-    mode = sys.argv[1]
-    component = sys.argv[2] if len(sys.argv) > 2 else "lru_evictor_counter"
+    mode, component = sys.argv[1], sys.argv[2]
     from kvmodel.api import ModelAdapter
 
     model = ModelAdapter(component)

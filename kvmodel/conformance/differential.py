@@ -339,6 +339,7 @@ class Report:
     op_counts: dict[str, int] = attrs.field(factory=dict)  # steps run per operation
     target: str = "api"
     extra: dict[str, Any] = attrs.field(factory=dict)
+    revision: str | None = None  # the named revision whose quirk set ``quirks`` is, if one is
 
     @property
     def ok(self) -> bool:
@@ -368,6 +369,7 @@ class Report:
             "component": self.component,
             "config": self.config,
             "quirks": self.quirks,
+            "revision": self.revision,
             "workloads": self.workloads,
             "steps": self.steps,
             "seconds": round(self.seconds, 3),

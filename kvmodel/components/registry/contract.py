@@ -34,7 +34,10 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
     "commit": ({"state": "name"}, "`null`; Partial -> Complete (a root block hashed with the salt)"),
     "state_query": (
         {"state": "name", "query": "len|remaining|is_empty|tokens|is_reset|is_complete|is_registered"},
-        "the accessor's value (integer, boolean, list or `null`)",
+        "the accessor's value (integer, boolean, list or `null`). `len` and `tokens` of a Complete "
+        "state are its block's token count and tokens (a Rust `TokenBlock` always holds them; the "
+        "generated workloads always give them); of a block given without `tokens` (a hand-written "
+        "trace) they are `null`, where Rust would answer `Some(..)`",
     ),
     "register_block": (
         {"registry": "name", "state": "name", "as?": "name", "event_hashes?": "[u64|null, u64|null] (R13)"},

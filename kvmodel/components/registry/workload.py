@@ -34,9 +34,13 @@ def _free(s: Any, prefix: str, n: int) -> str | None:
 
 
 def _block(rnd: random.Random) -> dict[str, Any]:
+    """A token block as Rust has one: with its tokens (a ``TokenBlock`` always holds them, so a
+    Complete state built from it answers ``len`` and ``tokens`` with ``Some(..)``; a block given
+    without tokens, as a hand-written trace may, answers ``null`` there: ``docs/contracts.md``)."""
     h = rnd.randrange(HASHES)
     parent = rnd.choice([None, None, *range(HASHES)])
-    return {"hash": h, "parent": parent if parent != h else None}
+    tokens = [rnd.choice(TOKENS) for _ in range(rnd.randint(1, 4))]
+    return {"hash": h, "parent": parent if parent != h else None, "tokens": tokens}
 
 
 def _on_state(extra: Any = None) -> Any:
