@@ -29,22 +29,6 @@ from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
 
 
-def _ints(x: Any) -> list[int]:
-    """Every integer in a nested key (tuples, lists, dicts, frozensets)."""
-    out: list[int] = []
-    stack = [x]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, int) and not isinstance(v, bool):
-            out.append(v)
-        elif isinstance(v, tuple | list | frozenset | set):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-    return out
-
-
 def renaming(perm: tuple[int, ...] | None) -> tuple[Callable[[int], int], Callable[[str], str]]:
     """The request renaming ``o -> perm[o]`` on request ids and on the partial names their
     sequences mint (``r<o>.u<n>``, the systems' naming), or the identity."""
@@ -355,24 +339,8 @@ class G1RequestSystem(System):
         the requests by it (``explorer.owner_canonical``)."""
         s = self.seqs.get(o)
         if s is None:
-            return (0, (), False, 0, False, 0)
-        return (1, tuple(s.tokens), bool(s.caching), s.num_allocated_tokens, o in self.dest, s.generation)
-
-    def _generation(self, o: int, caching: bool) -> int:
-        """The generation of request ``o``'s new sequence (:func:`~kvmodel.model.g1.sequence.fresh_generation`):
-        0 with caching on; with caching off, the first whose random hashes neither the manager
-        nor another request's sequence holds, so that a request id reused after ``free`` never
-        finds its earlier sequence's blocks (Rust draws fresh hashes for every sequence)."""
-        if caching:
-            return 0
-        from kvmodel.model.g1.sequence import fresh_generation
-
-        in_use = set(_ints(self.model.key()))
-        for k, other in self.seqs.items():
-            if k != o:
-                in_use.update(other.seq_hashes)
-                in_use.update(p[0] for p in other.plhs)
-        return fresh_generation(f"r{o}", in_use)
+            return (0, (), False, 0, False)
+        return (1, tuple(s.tokens), bool(s.caching), s.num_allocated_tokens, o in self.dest)
 
     # -- the shared part
     def clone(self) -> Self:

@@ -13,8 +13,7 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
     **{op: NATIVE[op] for op in _SHARED},
     "new_request": (
         {"owner": "u63", "tokens": "[u32] (at most 4096)", "caching?": "boolean"},
-        "`null`; `caching` false gives random hashes, fresh for every sequence (compared up to a "
-        "consistent renaming: a port draws its own)",
+        "`null`; `caching` false gives random hashes (compared up to a consistent renaming: a port draws its own)",
     ),
     "reserve_destination": (
         {"owner": "u63", "tokens": "[u32]", "caching?": "boolean"},

@@ -96,19 +96,7 @@ class KvbmSpace(G1Moves, NoSymmetry):
         from kvmodel.components.g1_kvbm.system import HashRenaming
 
         longest = max(len(t) for t in free) + self.pushes
-        # a request's sequence of generation g (``fresh_generation``) draws its own hashes; a
-        # generation above 0 is taken only while an earlier one's blocks stay in the manager, so
-        # at most capacity + 1 of them occur
-        gens = range(int(s.config["max_capacity"]) + 2)
-        drawn: list[tuple[list[int], list[Any]]] = []
-        for o in range(self.owners):
-            hs: list[int] = []
-            plhs: list[Any] = []
-            for g in gens:
-                h, p = s.sequence_hashes(o, [6] * longest, False, g)
-                hs += h
-                plhs += p
-            drawn.append((hs, plhs))
+        drawn = [s.sequence_hashes(o, [6] * longest, False) for o in range(self.owners)]
         if any(plhs != drawn[0][1] for _, plhs in drawn):
             return None
         flat = [h for hs, _ in drawn for h in hs]

@@ -93,9 +93,9 @@ class G1KvbmSystem(G1RequestSystem):
     def _new_seq(self, o: int, tokens: list[int], caching: bool) -> Any:
         if o in self.seqs:
             raise InvalidInput(f"request {o} exists")
-        return self._sequence(o, tokens, caching, self._generation(o, caching))
+        return self._sequence(o, tokens, caching)
 
-    def _sequence(self, o: int, tokens: list[int], caching: bool, generation: int = 0) -> Any:
+    def _sequence(self, o: int, tokens: list[int], caching: bool) -> Any:
         from kvmodel.model.g1.sequence import NewActiveSequence
 
         return NewActiveSequence(
@@ -105,16 +105,13 @@ class G1KvbmSystem(G1RequestSystem):
             caching,
             name=f"r{o}",
             plh_fragments=self.config["plh_fragments"],
-            generation=generation,
         )
 
-    def sequence_hashes(
-        self, o: int, tokens: list[int], caching: bool, generation: int = 0
-    ) -> tuple[list[int], list[Any]]:
+    def sequence_hashes(self, o: int, tokens: list[int], caching: bool) -> tuple[list[int], list[Any]]:
         """The sequence hashes and PLHs of the full blocks of ``tokens`` as request ``o``'s
-        sequence of that generation would have them (its random draws, with caching off: a
-        sequence draws them block by block, so a shorter one has a prefix of them)."""
-        s = self._sequence(o, tokens, caching, generation)
+        sequence would have them (its random draws, with caching off: a sequence draws them
+        block by block, so a shorter one has a prefix of them)."""
+        s = self._sequence(o, tokens, caching)
         return list(s.seq_hashes), list(s.plhs)
 
     def _use_of(self, s: Any, blocks: list[Any]) -> Any:
