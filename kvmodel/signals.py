@@ -42,10 +42,6 @@ def exit_code(e: BaseException) -> int:
     return 128 + (e.signum if isinstance(e, Terminated) else int(signal.SIGINT))
 
 
-def name(e: BaseException) -> str:
-    return signal.Signals(e.signum).name if isinstance(e, Terminated) else "SIGINT"
-
-
 def _again(signum: int, frame: FrameType | None) -> None:
     """A second signal while the first one's clean-up runs: end now."""
     from kvmodel import harness
