@@ -19,7 +19,6 @@ Run it: ``python examples/my_g1_native.py``.
 
 from __future__ import annotations
 
-import copy
 import struct
 from typing import Any
 
@@ -382,13 +381,16 @@ class MyG1NativeAdapter:
         self.dest: dict[int, dict[str, Any]] = {}
 
     def step(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        saved = copy.deepcopy(self.requests.get(args.get("owner", -1)))
+        req = self.requests.get(args.get("owner", -1))
+        computed = None if req is None else req.computed
         try:
             out: dict[str, Any] = {"returns": self._do(op, args)}
-        except Panic as e:  # the manager's state is as the panic left it; the request's is not
-            o = args.get("owner")
-            if saved is not None and o is not None:
-                self.requests[o] = saved
+        except Panic as e:
+            # Rust's order: what was mutated before the panic stays mutated, the request's
+            # sequence too (its side of a signal comes first); only the scheduler's watermark,
+            # set after the call, is as it was
+            if req is not None and computed is not None:
+                req.computed = computed
             out = {"error": str(e)}
         out["events"], self.m.events = self.m.events, []
         return out

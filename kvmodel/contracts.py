@@ -33,11 +33,12 @@ def _per_message(cls: type) -> bool:
 
 
 @cache
-def _raised(modname: str) -> tuple[tuple[str, str], ...]:
-    """(name, id) of every rejection ``kvmodel.model.MODNAME`` raises."""
+def _raised_typed(modname: str) -> tuple[tuple[str, str, str], ...]:
+    """``(name, id, type)`` of every rejection the module raises: a fixed-id class gives its name
+    and id; a panic whose id is its message gives ``(message, message, panic type)``."""
     module = importlib.import_module(f"kvmodel.model.{modname}")
     tree = ast.parse(inspect.getsource(module))
-    out: set[tuple[str, str]] = set()
+    out: set[tuple[str, str, str]] = set()
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
             continue
@@ -45,19 +46,32 @@ def _raised(modname: str) -> tuple[tuple[str, str], ...]:
         if cls is None or cls is errors.ModelError:
             continue
         if not _per_message(cls):
-            out.add((cls.__name__, cls.id))
+            out.add((cls.__name__, cls.id, cls.__name__))
             continue
         first = node.args[0] if node.args else None
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            out.add((first.value, first.value))
+            out.add((first.value, first.value, cls.__name__))
         elif first is not None:  # a message chosen at run time: every literal it can be
             for sub in ast.walk(first):
                 if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
-                    out.add((sub.value, sub.value))
+                    out.add((sub.value, sub.value, cls.__name__))
     # the messages a module chooses by name (``what = "..."; raise NativePanic(what)``)
+    panic = getattr(module, "PANIC_TYPE", errors.NativePanic).__name__
     for extra in getattr(module, "PANIC_MESSAGES", ()):
-        out.add((extra, extra))
+        out.add((extra, extra, panic))
     return tuple(sorted(out))
+
+
+def _raised(modname: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({(k, i) for k, i, _ in _raised_typed(modname)}))
+
+
+def panic_types(component: str) -> dict[str, str]:
+    """Panic message -> the panic type that raises it (``NativePanic``, ``KvbmPanic``, ...)."""
+    out: dict[str, str] = {}
+    for mod in _record(component)[2]:
+        out.update({k: t for k, i, t in _raised_typed(mod) if k == i and k != t})
+    return out
 
 
 def names() -> list[str]:
@@ -67,21 +81,146 @@ def names() -> list[str]:
     return list(components.names(lambda c: c.contract))
 
 
-def _record(component: str) -> tuple[dict[str, tuple[dict[str, str], str]], str, tuple[str, ...]]:
+def _record(component: str) -> tuple[Any, ...]:
+    """``(operations, events, model modules, returns shapes, notes)``; a record may stop after the
+    modules (no shapes, no notes)."""
     from kvmodel import components
 
     c = components.get(component)
-    return c.contract() if c.contract is not None else ({}, "", ())
+    rec = tuple(c.contract()) if c.contract is not None else ({}, "", ())
+    return rec + ({}, ())[len(rec) - 3 :]
+
+
+def shapes(component: str) -> dict[str, str]:
+    """Operation -> the shape of what ``returns`` holds (:func:`conforms` reads it)."""
+    return dict(_record(component)[3])
+
+
+def notes(component: str) -> tuple[str, ...]:
+    """The component's contract notes: encodings, operation semantics, the world's preconditions,
+    the state after a panic (markdown paragraphs)."""
+    return tuple(_record(component)[4])
+
+
+def preconditions(component: str) -> dict[str, str]:
+    """Operation -> what the workload generator ensures before drawing it (the guard of the
+    component's workload world: the scheduler's own preconditions and the world's bounds), read
+    from the guards' docstrings; operations without a guard are drawn in any state."""
+    from kvmodel import components
+
+    c = components.get(component)
+    if c.api_space is None:
+        return {}
+    guards = getattr(type(c.api_space()), "GUARDS", {})
+    out = {}
+    for action, guard in guards.items():
+        doc = " ".join((guard.__doc__ or "").split())
+        if doc:  # an undocumented guard holds in every state (``_always``)
+            out[action.op] = doc
+    return out
+
+
+# --- return shapes -----------------------------------------------------------------------------
+# A small grammar, one string per operation: ``null``, ``boolean``, ``usize``, ``u32``, ``u64``,
+# ``name`` (a non-empty string), ``string``, ``Ready(n)`` (the string ``"Ready(<usize>)"``), a quoted literal
+# string (``"Ready"``), ``[S]`` (a list of S), ``{k: S, ...}`` (an object with exactly these keys),
+# ``S | S``, and parentheses.
+
+_ATOMS = {"null", "boolean", "usize", "u32", "u64", "name", "string", "Ready(n)"}
+
+
+def _tokens(shape: str) -> list[str]:
+    import re
+
+    out = re.findall(r'Ready\(n\)|"[^"]*"|[A-Za-z_][A-Za-z0-9_]*|[\[\]{}(),:|]', shape)
+    if "".join(out) != "".join(shape.split()):
+        raise ValueError(f"unreadable shape {shape!r}")
+    return out
+
+
+def _parse(tokens: list[str], i: int) -> tuple[Any, int]:
+    alts = []
+    while True:
+        t, i = _term(tokens, i)
+        alts.append(t)
+        if i < len(tokens) and tokens[i] == "|":
+            i += 1
+            continue
+        return (("alt", tuple(alts)) if len(alts) > 1 else alts[0]), i
+
+
+def _term(tokens: list[str], i: int) -> tuple[Any, int]:
+    t = tokens[i]
+    if t == "(":
+        inner, i = _parse(tokens, i + 1)
+        return inner, i + 1
+    if t == "[":
+        inner, i = _parse(tokens, i + 1)
+        return ("list", inner), i + 1
+    if t == "{":
+        fields: dict[str, Any] = {}
+        i += 1
+        while tokens[i] != "}":
+            key = tokens[i]
+            sub, i = _parse(tokens, i + 2)
+            fields[key] = sub
+            if tokens[i] == ",":
+                i += 1
+        return ("object", fields), i + 1
+    if t.startswith('"'):
+        return ("literal", t[1:-1]), i + 1
+    if t in _ATOMS:
+        return ("atom", t), i + 1
+    raise ValueError(f"unknown shape word {t!r}")
+
+
+def parse_shape(shape: str) -> Any:
+    tokens = _tokens(shape)
+    tree, i = _parse(tokens, 0)
+    if i != len(tokens):
+        raise ValueError(f"trailing {tokens[i:]!r} in shape {shape!r}")
+    return tree
+
+
+def _fits(tree: Any, v: Any) -> bool:
+    import re
+
+    kind, arg = tree
+    if kind == "alt":
+        return any(_fits(t, v) for t in arg)
+    if kind == "list":
+        return isinstance(v, list) and all(_fits(arg, x) for x in v)
+    if kind == "object":
+        return isinstance(v, dict) and set(v) == set(arg) and all(_fits(arg[k], v[k]) for k in arg)
+    if kind == "literal":
+        return bool(v == arg)
+    if arg == "null":
+        return v is None
+    if arg == "boolean":
+        return isinstance(v, bool)
+    if arg == "name":
+        return isinstance(v, str) and v != ""
+    if arg == "string":
+        return isinstance(v, str)
+    if arg == "Ready(n)":
+        return isinstance(v, str) and re.fullmatch(r"Ready\(\d+\)", v) is not None
+    bound = {"usize": 2**64, "u64": 2**64, "u32": 2**32}[arg]
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < bound
+
+
+def conforms(shape: str, value: Any) -> bool:
+    """Whether ``value`` (a decoded JSON answer) has the documented ``shape``."""
+    return _fits(parse_shape(shape), value)
 
 
 def operations(component: str) -> dict[str, tuple[dict[str, str], str]]:
     """Operation -> (arguments: name -> type, ``?`` marking an optional one; what ``returns`` holds)."""
-    return _record(component)[0]
+    return dict(_record(component)[0])
 
 
 def events(component: str) -> str:
     """The component's events and how they are compared."""
-    return _record(component)[1]
+    return str(_record(component)[1])
 
 
 def error_catalogue(component: str | None = None) -> dict[str, str]:
@@ -154,12 +293,26 @@ def markdown() -> str:
         doc = (type(sp).__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
         out += ["", f"Workload world (`space=`; `kvmodel.api.workload_space({name!r}, **fields)`): "]
         out[-1] += f"`{type(sp).__name__}({fields})` — {' '.join(doc.split())}"
-        out += ["", "| operation | arguments | returns |", "|---|---|---|"]
+        shape = shapes(name)
+        out += ["", "| operation | arguments | returns (shape) | what it means |", "|---|---|---|---|"]
         for op, (args, ret) in operations(name).items():
             a = ", ".join(f"`{k}`: {v}" for k, v in args.items()) or "none"
-            out.append(f"| `{op}` | {a.replace('|', '&#124;')} | {ret.replace('|', '&#124;')} |")
-        out += ["", f"**Events**: {events(name)}", "", "**Errors** (name → id):", ""]
+            sh = _code(shape[op]).replace("|", "&#124;") if op in shape else ""
+            out.append(f"| `{op}` | {a.replace('|', '&#124;')} | {sh} | {ret.replace('|', '&#124;')} |")
+        out += ["", f"**Events**: {events(name)}", ""]
+        for para in notes(name):
+            out += [para, ""]
+        pre = preconditions(name)
+        if pre:
+            out += ["**The world's preconditions** (what a generated workload ensures before each operation;", ""]
+            out[-2] += " an operation not listed is drawn in any state):"
+            out[-1:] = [""]
+            out += [f"* `{op}`: {doc}" for op, doc in pre.items()] + [""]
+        out += ["**Errors** (name → id; an entry without a name is a panic whose id is its message,", ""]
+        out[-2] += " raised as the type named after it):"
+        panics = panic_types(name)
         for k, v in error_catalogue(name).items():
-            out.append(f"* {_code(k)}" + ("" if k == v else f" → {_code(v)}"))
+            kind = f" ({panics[k]})" if k in panics else ""
+            out.append(f"* {_code(k)}" + ("" if k == v else f" → {_code(v)}") + kind)
         out.append("")
     return "\n".join(out)

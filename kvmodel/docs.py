@@ -75,5 +75,6 @@ def quirks_report(names: list[str]) -> tuple[dict[str, Any], list[str]]:
     for r in revs:
         tag = " (the seed's: faithful)" if r.default else ""
         lines.append(f"revision {r.component} {r.name}{tag}: {r.summary}; {len(r.quirks)} quirks")
+        lines += [f"  follows {f.path} at {f.where()}" for f in r.files]
     report = {"count": len(sel), "quirks": [q.to_json() for q in sel], "revisions": [r.to_json() for r in revs]}
     return report, lines

@@ -1,6 +1,6 @@
 """The mocker's KV manager of the single-file era (semantics §1.2–1.4, tag OLDKV).
 
-Real code: ``lib/llm/src/mocker/kv_manager.rs`` (revision R01, the version that sends
+Real code: ``lib/llm/src/mocker/kv_manager.rs`` (commit f0652d89f, the version that sends
 ``MoveBlockResponse::Store/Remove`` on an optional channel). State: ``active_blocks``
 (block → manual refcount), ``inactive_blocks`` (an LRU evictor of zero-reference
 blocks), ``all_blocks`` (every resident block), and the response channel.

@@ -6,7 +6,7 @@ Real code: ``lib/llm/src/mocker/evictor.rs``. Two implementations exist in its h
   timestamp plus a lazily cleaned FIFO ``priority_queue`` of ``(object, timestamp)``.
   The timestamp is seconds since construction (``Instant``); here it is a logical clock,
   either passed explicitly (vectors) or advanced by one on every insert.
-* :class:`CounterLRU` (revision R02): a table of object → i64 counter and an ordered set
+* :class:`CounterLRU` (commit f0652d89f): a table of object → i64 counter and an ordered set
   by counter, with ``push_front`` giving negative counters.
 
 Both expose ``insert``, ``remove``, ``evict``, ``contains``, ``len`` and ``keys``, plus
@@ -158,7 +158,7 @@ class WallClockLRU(_Table[T]):
 
 
 class CounterLRU(_Table[T]):
-    """Counter-based ``LRUEvictor`` rewrite (EVB, revision R02).
+    """Counter-based ``LRUEvictor`` rewrite (EVB, commit f0652d89f).
 
     ``insert`` gives ``++positive_counter`` (refreshing recency), ``push_front`` gives
     ``--negative_counter`` (next to be evicted), ``evict`` pops the smallest counter,

@@ -242,7 +242,7 @@ _ALL += [
         "blocks in another order panic (the old manager and KVBM accept any order).",
         ("g1.deref_of_tail_accepted",),
     ),
-    # --- G1 KVBM backend (lib/mocker/src/kv_manager/kvbm_backend.rs R09 on kvbm-logical) ---
+    # --- G1 KVBM backend (lib/mocker/src/kv_manager/kvbm_backend.rs fa6894c9a on kvbm-logical) ---
     Quirk(
         "failed_use_reorders_inactive",
         "g1_kvbm",
@@ -350,6 +350,8 @@ class Revision:
     source: str
     summary: str
     default: bool = False
+    # the Rust files this revision's model follows, each pinned to a Dynamo commit or crate version
+    files: tuple[Pin, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -359,13 +361,56 @@ class Revision:
             "source": self.source,
             "summary": self.summary,
             "quirks": sorted(self.quirks),
+            "files": [f.to_json() for f in self.files],
         }
 
 
+@attrs.frozen
+class Pin:
+    """One Rust file (or directory) a model follows, at a Dynamo commit (``commit``) or in a
+    published crate (``crate``, ``name version``), with what was read there (``note``)."""
+
+    path: str
+    commit: str | None = None
+    crate: str | None = None
+    note: str = ""
+
+    def where(self) -> str:
+        return f"commit {self.commit}" if self.commit else f"crate {self.crate}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "commit": self.commit, "crate": self.crate, "note": self.note}
+
+
 def _rev(
-    name: str, component: str, quirks: Iterable[str], source: str, summary: str, *, default: bool = False
+    name: str,
+    component: str,
+    quirks: Iterable[str],
+    source: str,
+    summary: str,
+    *,
+    default: bool = False,
+    files: Iterable[Pin] = (),
 ) -> Revision:
-    return Revision(name, component, frozenset(quirks), source, summary, default)
+    return Revision(name, component, frozenset(quirks), source, summary, default, tuple(files))
+
+
+# Revision names a user may still find in traces written before revisions were named by commits
+# (the reference material's own labels, never Dynamo's): read as the commit that replaced them.
+OLD_NAMES = {"R01": "f0652d89f", "R02": "f0652d89f", "R05": "6125e8260", "R09": "6125e8260", "R13": "e3d00b899"}
+
+_MOCKER = "lib/mocker/src"
+_G1_FACADE = Pin(
+    f"{_MOCKER}/kv_manager/g1_manager.rs",
+    commit="6125e8260",
+    note="the seed (002): finalize the computed prefix, then promote the tail (#12222); before the "
+    "request leases of 7e11b32cd (#12329)",
+)
+_G1_SEQUENCE = Pin(
+    f"{_MOCKER}/common/sequence.rs",
+    commit="6125e8260",
+    note="ActiveSequence in the facade's tree: caching-disabled sequences draw fresh random hashes",
+)
 
 
 _KV = [q.name for q in _ALL if q.component == "kv_manager"]
@@ -375,28 +420,56 @@ _REG_SEED = ("global_registry_untiered", "dead_global_entry_leaks", "publisher_c
 
 _REVISIONS: list[Revision] = [
     _rev(
-        "R01",
+        "f0652d89f",
         "kv_manager",
         _KV,
-        "lib/llm/src/mocker/kv_manager.rs revision R01 (seed 000)",
-        "the MoveBlockResponse Store/Remove version the project started from",
+        "lib/llm/src/mocker/kv_manager.rs, the MoveBlockResponse channel version (seed 000)",
+        "the Store/Remove channel version the project started from",
         default=True,
+        files=(
+            Pin(
+                "lib/llm/src/mocker/kv_manager.rs",
+                commit="f0652d89f",
+                note="the seed (000): the MoveBlockResponse channel manager f0652d89f (2025-07-01) "
+                "introduced, as it stood until cc4c3516b (#3833, 2025-10-28)",
+            ),
+            Pin(
+                "lib/llm/src/mocker/sequence.rs",
+                commit="f0652d89f",
+                note="Use(Vec<UniqueBlock>) and the three-field Promote the channel manager takes",
+            ),
+            Pin("lib/llm/src/mocker/protocols.rs", commit="f0652d89f", note="MoveBlock, MoveBlockResponse"),
+            Pin(
+                "lib/llm/src/mocker/evictor.rs",
+                commit="0c89c866",
+                note="the wall-clock lazy-queue LruEvictor the seed calls; mainline paired the channel "
+                "manager with the counter-based evictor of f0652d89f, so this pairing is the seed's own",
+            ),
+        ),
     ),
     _rev(
         "0c89c866",
         "lru_evictor_wallclock",
         ["equal_timestamp_stale_entry"],
-        "lib/llm/src/mocker/evictor.rs commits 0c89c866 / e9226a26 (EVA)",
+        "lib/llm/src/mocker/evictor.rs commits 0c89c866 / e9226a26",
         "the wall-clock evictor with the lazy queue (the one seed 000 uses)",
         default=True,
+        files=(Pin("lib/llm/src/mocker/evictor.rs", commit="0c89c866", note="unchanged at e9226a26"),),
     ),
     _rev(
-        "R02",
+        "f0652d89f",
         "lru_evictor_counter",
         [],
-        "lib/llm/src/mocker/evictor.rs revision R02 (EVB)",
+        "lib/llm/src/mocker/evictor.rs commit f0652d89f",
         "the counter-based rewrite (no known defect)",
         default=True,
+        files=(
+            Pin(
+                "lib/llm/src/mocker/evictor.rs",
+                commit="f0652d89f",
+                note="the counter-based LruEvictor introduced with the response channel",
+            ),
+        ),
     ),
     _rev(
         "1.0.2",
@@ -405,6 +478,12 @@ _REVISIONS: list[Revision] = [
         "lib/llm/src/block_manager/block/registry.rs, dynamo-llm 1.0.2 (seed 004)",
         "untiered global registry; the unregister task removes a pool entry only when it is dead",
         default=True,
+        files=(
+            Pin("lib/llm/src/block_manager/block/registry.rs", crate="dynamo-llm 1.0.2", note="the seed (004)"),
+            Pin("lib/llm/src/block_manager/block/state.rs", crate="dynamo-llm 1.0.2", note="BlockState"),
+            Pin("lib/llm/src/block_manager/events.rs", crate="dynamo-llm 1.0.2", note="Register/Remove events"),
+            Pin("lib/llm/src/tokens.rs", crate="dynamo-llm 1.0.2", note="TokenBlock, TokenBlockSequence"),
+        ),
     ),
     _rev(
         "403dd259",
@@ -412,39 +491,98 @@ _REVISIONS: list[Revision] = [
         (*_REG_SEED, "cleanup_erases_live_entry"),
         "lib/llm/src/block_manager/block/registry.rs commit 403dd25973f5 (older than the seed)",
         "as 1.0.2, but the unregister task removes the pool entry unconditionally (§6 #19)",
+        files=(Pin("lib/llm/src/block_manager/block/registry.rs", commit="403dd25973f5"),),
     ),
     _rev(
-        "R13",
+        "e3d00b899",
         "kvbm_block_registry",
         ("dead_global_entry_leaks", "publisher_clone_shares_pending"),
-        "lib/llm/src/block_manager/block/registry.rs revisions R12 / R13 (newer than the seed)",
+        "lib/llm/src/block_manager/block/registry.rs commit e3d00b899 (#8380, newer than the seed)",
         "global registry keyed by (sequence hash, storage tier); events carry the tier; optional "
         "external (event) hashes given to register_block",
+        files=(
+            Pin(
+                "lib/llm/src/block_manager/block/registry.rs",
+                commit="e3d00b899",
+                note="#8380 (2026-04-23): tier-tagged Register/Remove, external hashes",
+            ),
+        ),
     ),
     _rev(
-        "R05",
+        "6125e8260",
         "g1_native",
         [q for q in _G1N if q != "promote_tail_before_finalize"],
-        "lib/mocker/src/kv_manager/g1_manager.rs revision R05 (seed 002) over vllm_backend.rs R06 "
-        "and cache/vllm_block_pool.rs R08",
+        "lib/mocker/src/kv_manager/g1_manager.rs commit 6125e8260 (seed 002) over the pre-lease "
+        "vllm_backend.rs and cache/vllm_block_pool.rs",
         "finalize the computed prefix, then promote the tail (parent before child)",
         default=True,
+        files=(
+            _G1_FACADE,
+            Pin(
+                f"{_MOCKER}/kv_manager/vllm_backend.rs",
+                commit="2ee518f3d948",
+                note="the pre-lease request tables (VllmBlockLayout, Deref lists) the facade calls; read "
+                "at this commit of a public mirror of ai-dynamo/dynamo",
+            ),
+            Pin(
+                f"{_MOCKER}/cache/vllm_block_pool.rs",
+                commit="2ee518f3d948",
+                note="timestamp LRU; cancel unpins leaf first (its test "
+                "canceled_prefix_evicts_leaf_before_parent_under_pressure); at e917a453 cancel unpins "
+                "head first, with the promote-then-finalize facade",
+            ),
+            _G1_SEQUENCE,
+        ),
     ),
     _rev(
         "366ff0ef",
         "g1_native",
         _G1N,
         "lib/mocker/src/kv_manager/g1_manager.rs commit 366ff0ef (older than the seed)",
-        "as R05, but the computed tail is promoted before the prefix is finalized (§6 #18)",
+        "as 6125e8260, but the computed tail is promoted before the prefix is finalized (§6 #18)",
+        files=(Pin(f"{_MOCKER}/kv_manager/g1_manager.rs", commit="366ff0ef52831ed9"),),
     ),
     _rev(
-        "R09",
+        "6125e8260",
         "g1_kvbm",
         _KVBM,
-        "lib/mocker/src/kv_manager/kvbm_backend.rs revision R09 (the KVBM backend seed 002's facade "
-        "selects by default) over lib/kvbm-logical",
+        "lib/mocker/src/kv_manager/g1_manager.rs commit 6125e8260 (seed 002) over the KVBM backend "
+        "it selects by default, kvbm_backend.rs, on lib/kvbm-logical",
         "atomic Use returning G1Acquire; Stored before Removed",
         default=True,
+        files=(
+            _G1_FACADE,
+            Pin(
+                f"{_MOCKER}/kv_manager/kvbm_backend.rs",
+                commit="fa6894c9a",
+                note="#11095 (2026-06-30), the last change before 6125e8260: atomic prepare/commit Use "
+                "returning G1Acquire, batch registration, duplicate PLHs in one batch tolerated under "
+                "Reject, Stored published before Removed (65bdf67a0, two days earlier, is the same PR)",
+            ),
+            Pin(
+                "lib/kvbm-logical/src/",
+                commit="65bdf67a0",
+                note="unified BlockStore and InactiveIndex with batch register_blocks, as at 6125e8260 "
+                "(55a24121c, after it, only moves a metric)",
+            ),
+            _G1_SEQUENCE,
+        ),
+    ),
+    _rev(
+        "1.6.1",
+        "kv_router_radix_tree",
+        [],
+        "lib/kv-router/src/indexer/radix_tree.rs and compressed_radix.rs as built into ai-dynamo-runtime 1.6.1",
+        "the compressed radix tree the real RadixTree of the 1.6.1 wheel runs",
+        default=True,
+        files=(
+            Pin("lib/kv-router/src/indexer/", crate="ai-dynamo-runtime 1.6.1", note="RadixTree"),
+            Pin(
+                "lib/kv-router/src/protocols.rs",
+                commit="038eab23a6b6",
+                note="the KV event structs (RouterEvent, KvCacheEvent)",
+            ),
+        ),
     ),
 ]
 
@@ -465,8 +603,9 @@ def default_revision(component: str) -> Revision | None:
 
 
 def revision(component: str, name: str) -> Revision:
-    """The named revision; ``ValueError`` names the known ones."""
-    r = REVISIONS.get((component, name))
+    """The named revision (an old label of :data:`OLD_NAMES` reads as the commit that replaced
+    it); ``ValueError`` names the known ones."""
+    r = REVISIONS.get((component, name)) or REVISIONS.get((component, OLD_NAMES.get(name, "")))
     if r is None:
         known = [x.name for x in revisions_of(component)]
         raise ValueError(f"unknown revision {name!r} for component {component!r} (known: {known})")

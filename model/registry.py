@@ -6,9 +6,9 @@ Real code: ``lib/llm/src/block_manager/block/registry.rs`` (``BlockRegistry``,
 manager traits). The faithful revision is the seed, dynamo-llm 1.0.2 (``shared/seeds/004``):
 an untiered global registry and an unregister task that removes a pool's entry only when it no
 longer upgrades. Commit 403dd259 (older) removes it unconditionally (quirk
-``cleanup_erases_live_entry``); revisions R12/R13 (newer) key the global registry by (sequence
+``cleanup_erases_live_entry``); commit e3d00b899 (newer) key the global registry by (sequence
 hash, storage tier) and accept external (event) hashes. ``kvmodel.model.quirks`` names them as
-revisions ``1.0.2``, ``403dd259`` and ``R13``.
+revisions ``1.0.2``, ``403dd259`` and ``e3d00b899``.
 
 ``block/state.rs`` and ``tokens.rs`` of 1.0.2: ``add_tokens`` pushes what fits and returns the
 rest (all of it when the block is full; never an error), ``add_token`` fails ``TokenBlock is
@@ -124,7 +124,7 @@ class TokenBlockInsufficient(ModelError):
 @attrs.frozen
 class Block:
     """A complete token block as the registry sees it (``TokenBlock``): its sequence hash, block
-    hash, parent's sequence hash and the optional external (router-facing) hashes of R12."""
+    hash, parent's sequence hash and the optional external (router-facing) hashes of e3d00b899."""
 
     sequence_hash: int
     block_hash: int = 0
@@ -589,7 +589,7 @@ class Registry:
         if event_hashes is not None:
             if self.untiered:
                 raise InvalidInput(
-                    "register_block takes event hashes only in the tiered revisions (R12/R13); "
+                    "register_block takes event hashes only in the tiered revisions (e3d00b899); "
                     "the seed's (1.0.2) takes the block state alone"
                 )
             if not isinstance(event_hashes, list | tuple) or len(event_hashes) != 2:

@@ -1,6 +1,6 @@
 """The old mocker's ``ActiveSequence`` (semantics §1.5, tag OLDSEQ).
 
-Real code: ``lib/llm/src/mocker/sequence.rs`` (revision R03: ``Use(Vec<UniqueBlock>)``,
+Real code: ``lib/llm/src/mocker/sequence.rs`` (commit f0652d89f: ``Use(Vec<UniqueBlock>)``,
 three-field ``Promote``). It turns a request's tokens into MoveBlock signals for the KV
 manager: a ``Use`` of its unique blocks at creation, ``Promote`` + ``Use`` when the first
 token of a new block arrives (one token *late*), and ``Deref``/``Destroy`` of every unique

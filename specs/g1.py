@@ -1,6 +1,6 @@
 """Symbolic transition system of the G1 facade with the native backend (semantics §2.3, §2.5).
 
-Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` (R05), ``vllm_backend.rs`` (R06) and
+Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` (6125e8260), ``vllm_backend.rs`` (2ee518f3d948) and
 ``lib/mocker/src/cache/vllm_block_pool.rs``. A second description of what
 :class:`kvmodel.systems.G1System` executes, over the explorer's bounded world
 (:class:`kvmodel.components.g1_native.space.G1Space`): ``owners`` requests started from the first ``prompts`` of

@@ -424,10 +424,20 @@ class KvbmSpec:
 
     # -- operations
     def _new_request(self, o: int, p: int) -> Operation:
+        """``new_request.o.p``. A caching-disabled prompt's hashes are the request's first
+        generation of random draws (``model/g1/sequence.py``: ``fresh_generation``); the model
+        draws a later generation while the manager or the router's view still holds one of them,
+        which the spec's fixed hash indices cannot express: the spec takes the step only where
+        none is held (no active count, not registered, not announced)."""
+        pr = self.prompt[(o, p)]
+
         def eff(s: State, _: State) -> Any:
             st = _Step(self, s)
             st.v.update({f"rq{o}": z3.IntVal(p), f"hd{o}": z3.IntVal(0), f"hp{o}": z3.IntVal(0)})
-            return z3.And(s[f"rq{o}"] == -1, z3.Not(s["dirty"])), self._post(st)
+            guard = [s[f"rq{o}"] == -1, z3.Not(s["dirty"])]
+            if not pr.caching:
+                guard += [z3.And(s[f"act{h}"] == 0, z3.Not(s[f"nm{h}"]), s[f"an{h}"] == 0) for h, _ in pr.fulls]
+            return z3.And(guard), self._post(st)
 
         return Operation(f"new_request.{o}.{p}", (), eff)
 

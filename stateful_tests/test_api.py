@@ -285,3 +285,25 @@ def test_an_adapter_may_declare_the_operations_it_implements() -> None:
     assert "get_prefill_cost" in rep.extra["operations_not_exercised"]
     with pytest.raises(ValueError, match="not an operation"):
         check_implementation(type("Bad", (Old,), {"operations": ("nope",)})("kv_manager"), "kv_manager")
+
+
+@pytest.mark.parametrize("component", ["kv_manager", "g1_kvbm", "lru_evictor_counter"])
+def test_a_default_run_reports_the_branch_coverage_of_the_models_operations(component: str) -> None:
+    """Issue 58: ``report.coverage`` (in ``to_json`` too) gives the branches of the component's model
+    modules a run took, per module; a run with fewer workloads reaches no more of them than a
+    longer one; ``coverage=False`` measures nothing."""
+    from kvmodel.reach import model_files
+
+    short = api.check_implementation(api.ModelAdapter(component), component, workloads=3)
+    full = api.check_implementation(api.ModelAdapter(component), component, workloads=60)
+    for rep in (short, full):
+        cov = rep.to_json()["coverage"]
+        assert rep.ok and cov is not None
+        assert 0 < cov["taken"] <= cov["branches"]
+        assert set(cov["modules"]) == {
+            "kvmodel.model." + p.split("/model/", 1)[1][: -len(".py")].replace("/", ".") for p in model_files(component)
+        }
+    assert short.extra["coverage"]["taken"] <= full.extra["coverage"]["taken"]
+    assert "branch coverage of the model" in full.explain()
+    off = api.check_implementation(api.ModelAdapter(component), component, workloads=3, coverage=False)
+    assert off.extra["coverage"] is None

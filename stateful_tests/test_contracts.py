@@ -4,7 +4,10 @@ error tables; unknown argument keys are refused."""
 
 from __future__ import annotations
 
+import json
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,3 +80,55 @@ def test_error_tables_hold_the_ids_of_their_types(component: str) -> None:
     table = api.error_names(component)
     assert table["InvalidInput"] == "invalid input"
     assert all(isinstance(k, str) and isinstance(v, str) and v for k, v in table.items())
+
+
+@pytest.mark.parametrize(
+    ("shape", "good", "bad"),
+    [
+        ('Ready(n) | "CapacityExhausted"', ["Ready(0)", "Ready(12)", "CapacityExhausted"], ["Ready", "Ready(-1)", 1]),
+        ('"Ready" | "CapacityExhausted"', ["Ready"], ["Ready(1)", None]),
+        ("usize", [0, 2**63], [True, -1, 2.0, "1", 2**64]),
+        ("{a: usize, b: boolean}", [{"a": 1, "b": False}], [{"a": 1}, {"a": 1, "b": 0}, {"a": 1, "b": True, "c": 1}]),
+        ("[u32] | null", [[], [1, 2], None], [[2**32], [None], {}]),
+        ("name | null", ["x", None], ["", 0]),
+    ],
+)
+def test_return_shapes_accept_exactly_their_values(shape: str, good: list[Any], bad: list[Any]) -> None:
+    assert all(contracts.conforms(shape, v) for v in good)
+    assert not any(contracts.conforms(shape, v) for v in bad)
+
+
+@pytest.mark.parametrize("component", NAMES)
+def test_documented_returns_are_the_models_on_generated_runs(component: str) -> None:
+    """Issue 58: every operation's documented return shape holds for every answer the model gives
+    on generated workloads (ideal and faithful), and every operation has one."""
+    from kvmodel.model.quirks import faithful
+
+    shapes = contracts.shapes(component)
+    assert set(shapes) == set(contracts.operations(component))
+    sp = api._space(component, None)
+    seen: set[str] = set()
+    for seed in range(25):
+        rnd = random.Random(seed)
+        picks = [rnd.getrandbits(16) for _ in range(40)]
+        for quirks in ([], sorted(faithful(component))):
+            s = sp.system({}, quirks)
+            for op, args in api._concrete(component, {}, quirks, picks, sp):
+                obs = s.step(op, args).observation(None)
+                if "returns" in obs:
+                    value = json.loads(json.dumps(obs["returns"]))
+                    assert contracts.conforms(shapes[op], value), (op, args, value, shapes[op])
+                    seen.add(op)
+    assert len(seen) >= len(shapes) // 2, sorted(set(shapes) - seen)
+
+
+@pytest.mark.parametrize("component", ["g1_native", "g1_kvbm"])
+def test_the_g1_contracts_state_encodings_semantics_preconditions_and_the_state_after_a_panic(component: str) -> None:
+    text = "\n".join(contracts.notes(component))
+    for needle in ('"Ready(2)"', "event_id", "tokens_hash", "After a panic", "process_for_request"):
+        assert needle in text, needle
+    pre = contracts.preconditions(component)
+    assert {"allocate", "push", "free", "release_decode"} <= set(pre)
+    assert all(doc for doc in pre.values())
+    md = contracts.markdown()
+    assert "NativePanic" in md and "KvbmPanic" in md

@@ -371,6 +371,24 @@ CACHING_OFF_TRACE = [
 ]
 
 
+@pytest.mark.parametrize("faithful", [False, True])
+def test_a_reused_request_id_never_finds_an_earlier_caching_off_block(faithful: bool) -> None:
+    """Issue 58: Rust draws fresh random hashes for every caching-disabled sequence, so a later
+    request of the same id (other tokens, caching off) allocates a fresh block: Ready(1), a fresh
+    Stored (faithful), and the earlier block stays inactive."""
+    from kvmodel.model.quirks import faithful as faithful_set
+    from kvmodel.systems import make_system
+
+    s = make_system("g1_kvbm", {"max_capacity": 3}, sorted(faithful_set("g1_kvbm")) if faithful else [])
+    obs = [s.step(op, a).observation(None) for op, a in CACHING_OFF_TRACE]
+    assert obs[4]["returns"] == "Ready(1)"
+    assert obs[5]["returns"]["num_inactive_blocks"] == 1
+    if faithful:
+        first = obs[1]["events"][0]["data"]["stored"]["blocks"][0]["block_hash"]
+        second = obs[4]["events"][0]["data"]["stored"]["blocks"][0]["block_hash"]
+        assert first != second
+
+
 def test_random_hashes_are_compared_up_to_a_renaming() -> None:
     """A port draws its own random hashes for caching-disabled sequences: the check compares them
     up to a consistent renaming, and a port that reuses one where kvmodel draws a fresh one still

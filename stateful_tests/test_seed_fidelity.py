@@ -5,6 +5,7 @@ notation's generic forms."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def test_the_registrys_faithful_revision_is_the_seed_and_403dd259_is_named() -> 
     assert d is not None and d.name == "1.0.2"
     assert "cleanup_erases_live_entry" not in faithful(REG)
     assert revision(REG, "403dd259").quirks == faithful(REG) | {"cleanup_erases_live_entry"}
-    assert "global_registry_untiered" not in revision(REG, "R13").quirks
+    assert "global_registry_untiered" not in revision(REG, "e3d00b899").quirks
     with pytest.raises(ValueError, match="known"):
         revision(REG, "nope")
 
@@ -133,7 +134,7 @@ def test_event_hashes_exist_only_in_the_tiered_revision() -> None:
     s.step("state_from_reset_apply_token_block", {"as": "s", "block": BLOCK0})
     out = s.step("register_block", {"registry": "P", "state": "s", "event_hashes": [1, None]})
     assert out.error is not None and "tiered" in out.error.detail
-    s = RegistrySystem({"registries": [["P", "Device"]]}, revision(REG, "R13").quirks)
+    s = RegistrySystem({"registries": [["P", "Device"]]}, revision(REG, "e3d00b899").quirks)
     s.step("state_from_reset_apply_token_block", {"as": "s", "block": BLOCK0})
     assert s.step("register_block", {"registry": "P", "state": "s", "event_hashes": [1, None]}).error is None
 
@@ -437,3 +438,52 @@ def test_the_g1_facade_answers_its_rate_and_rank_queries(component: str) -> None
     assert g.num_active_blocks() > 0
     assert g.get_active_perc() == g.num_active_blocks() / 4
     assert g.dp_rank() == 3
+
+
+LABEL = re.compile(r"\bR(0[0-9]|1[0-9])\b")
+
+
+def test_every_component_with_a_model_names_the_commit_of_each_file_its_faithful_model_follows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 58: ``kvmodel quirks --json`` lists, per revision, every followed Rust file pinned to a
+    Dynamo commit or a crate version; the faithful revision of every component that has a
+    model carries them; no reference-material label (``R05``) is printed."""
+    from kvmodel import components
+    from kvmodel.cli import main
+
+    assert main(["quirks", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert not LABEL.search(out)
+    report = json.loads(out)
+    seeds = {r["component"]: r for r in report["revisions"] if r["default"]}
+    for c in components.registered():
+        if c.system is None and c.conform == ():
+            continue
+        if c.name not in seeds:
+            continue
+        assert seeds[c.name]["files"], c.name
+    assert {"kv_manager", "g1_native", "g1_kvbm", "kvbm_block_registry"} <= set(seeds)
+    for r in report["revisions"]:
+        for f in r["files"]:
+            assert f["path"] and (f["commit"] or f["crate"]), (r["name"], f)
+            assert (f["commit"] is None) != (f["crate"] is None)
+            if f["commit"]:
+                assert re.fullmatch(r"[0-9a-f]{8,40}", f["commit"]), f
+    assert main(["quirks"]) == 0
+    text = capsys.readouterr().out
+    assert not LABEL.search(text) and "follows lib/mocker/src/kv_manager/g1_manager.rs at commit 6125e8260" in text
+
+
+def test_old_reference_labels_still_name_the_revision_that_replaced_them() -> None:
+    assert revision("g1_native", "R05") is revision("g1_native", "6125e8260")
+    assert revision(REG, "R13") is revision(REG, "e3d00b899")
+    with pytest.raises(ValueError, match="unknown revision"):
+        revision("kv_manager", "R05")
+
+
+def test_user_documents_carry_no_reference_labels() -> None:
+    root = HERE.parent
+    for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        hits = [ln for ln in p.read_text().splitlines() if LABEL.search(ln)]
+        assert not hits, (p.name, hits[:3])

@@ -175,10 +175,11 @@ class Component:
     # event fields that hold the model's own numbering of objects (the registry's handle ids):
     # compared up to a one-to-one renaming kept over a run (``kvmodel.api.Renaming``)
     renamed_fields: tuple[str, ...] = ()
-    # the adapter contract (docs/contracts.md): ``(operations, events, model modules)`` — operation ->
-    # (arguments, what ``returns`` holds), the events and how they compare, the ``kvmodel.model``
-    # modules whose raises the operations reach (``kvmodel.contracts``)
-    contract: Callable[[], tuple[dict[str, tuple[dict[str, str], str]], str, tuple[str, ...]]] | None = None
+    # the adapter contract (docs/contracts.md): ``(operations, events, model modules[, returns
+    # shapes, notes])`` — operation -> (arguments, what ``returns`` holds), the events and how they
+    # compare, the ``kvmodel.model`` modules whose raises the operations reach, operation -> the
+    # shape of its ``returns``, and paragraphs of notes (``kvmodel.contracts``)
+    contract: Callable[[], tuple[Any, ...]] | None = None
     # the Z3 agreement runs of the mutation benchmark: (spec universe, moves: typed actions or
     # ``kvmodel.actions.Move`` templates)
     agreement: Callable[[], tuple[dict[str, Any], list[Any]]] | None = None

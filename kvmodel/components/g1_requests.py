@@ -6,8 +6,9 @@ A subclass names its component and backend and its operations, one typed action 
 operation does to the system); :meth:`G1RequestSystem.apply` dispatches on the action (no chain
 of name tests), and around every step does what both need: the request bookkeeping (sequences,
 decode and destination reservations, plus the subclass's own, :meth:`_bookkeeping`) is restored
-when the manager rejects the step — the operated request's sequence is copied first, since a
-signal's sequence-side change (a promoted tail, a pushed token) precedes the rejection — then the
+when the manager rejects the step; the operated request's sequence is restored only when the input
+was rejected (``InvalidInput``), and after a Rust panic keeps its side of the signal (a promoted
+tail, a pushed token), which Rust changes before the manager panics — then the
 events are drained into the monitor and the component's invariants are checked on the step.
 """
 
@@ -27,6 +28,22 @@ from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
+
+
+def _ints(x: Any) -> list[int]:
+    """Every integer in a nested key (tuples, lists, dicts, frozensets)."""
+    out: list[int] = []
+    stack = [x]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, int) and not isinstance(v, bool):
+            out.append(v)
+        elif isinstance(v, tuple | list | frozenset | set):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+    return out
 
 
 def renaming(perm: tuple[int, ...] | None) -> tuple[Callable[[int], int], Callable[[str], str]]:
@@ -198,6 +215,7 @@ class G1Moves(ActionMoves):
         return not s.decodes
 
     def _a_decode(self, s: G1RequestSystem, a: Any) -> bool:
+        """A decode reservation outstanding."""
         return bool(s.decodes)
 
     def _transferring(self, s: G1RequestSystem, a: Any) -> bool:
@@ -339,8 +357,24 @@ class G1RequestSystem(System):
         the requests by it (``explorer.owner_canonical``)."""
         s = self.seqs.get(o)
         if s is None:
-            return (0, (), False, 0, False)
-        return (1, tuple(s.tokens), bool(s.caching), s.num_allocated_tokens, o in self.dest)
+            return (0, (), False, 0, False, 0)
+        return (1, tuple(s.tokens), bool(s.caching), s.num_allocated_tokens, o in self.dest, s.generation)
+
+    def _generation(self, o: int, caching: bool) -> int:
+        """The generation of request ``o``'s new sequence (:func:`~kvmodel.model.g1.sequence.fresh_generation`):
+        0 with caching on; with caching off, the first whose random hashes neither the manager
+        nor another request's sequence holds, so that a request id reused after ``free`` never
+        finds its earlier sequence's blocks (Rust draws fresh hashes for every sequence)."""
+        if caching:
+            return 0
+        from kvmodel.model.g1.sequence import fresh_generation
+
+        held = set(_ints(self.model.key()))
+        for k, other in self.seqs.items():
+            if k != o:
+                held.update(other.seq_hashes)
+                held.update(p[0] for p in other.plhs)
+        return fresh_generation(f"r{o}", held)
 
     # -- the shared part
     def clone(self) -> Self:
@@ -415,7 +449,13 @@ class G1RequestSystem(System):
             out.result = action.perform(self)  # type: ignore[union-attr]
         except ModelError as e:
             out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
-            self.seqs, self.decodes, self.dest = saved[0], saved[1], saved[2]
+            # a rejected input (``InvalidInput``: the world's preconditions, checked before
+            # anything moves) leaves the requests as they were; a Rust panic leaves what Rust
+            # mutated before it: the manager's partial effects and the operated request's
+            # sequence (its side of a signal, a promoted tail or a pushed token, comes first)
+            self.decodes, self.dest = saved[1], saved[2]
+            if isinstance(e, InvalidInput):
+                self.seqs = saved[0]
             self._restore(saved[3])
         out.events = self._observe()
         self._after(pre)

@@ -149,14 +149,18 @@ class Caller:
                 box.append((False, e))
             done.set()
 
+    def start(self) -> None:
+        """Start the adapter's thread now (else at the first call)."""
+        if not self._started:
+            self._thread.start()
+            self._started = True
+
     def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
         import threading
 
         if self.stuck:
             raise Stuck("an earlier call timed out")
-        if not self._started:
-            self._thread.start()
-            self._started = True
+        self.start()
         box: list[tuple[bool, Any]] = []
         done = threading.Event()
         self._jobs.put((fn, args, box, done))
@@ -393,7 +397,12 @@ class Report:
 
     def explain(self) -> str:
         if self.divergence is None:
-            return f"{self.implementation}: {self.workloads} workloads, {self.steps} steps, no divergence"
+            text = f"{self.implementation}: {self.workloads} workloads, {self.steps} steps, no divergence"
+            if "coverage" in self.extra:
+                from kvmodel.reach import line
+
+                text += f"; {line(self.extra['coverage'])}"
+            return text
         from kvmodel import show
 
         how = "FLAKY: it did not reproduce when re-run, unshrunk" if self.flaky else "after shrinking"

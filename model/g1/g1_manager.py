@@ -1,6 +1,6 @@
 """``G1Manager``: the facade over one backend, chosen at construction (§2.3).
 
-Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` revision R05 (finalize, then promote
+Real code: ``lib/mocker/src/kv_manager/g1_manager.rs`` commit 6125e8260 (finalize, then promote
 the computed tail); commit 366ff0ef promoted the tail first (quirk
 ``promote_tail_before_finalize``, §6 #18: the tail's Stored names a parent that has not
 been published yet). The default backend is KVBM (``new_with_event_sink`` →
@@ -37,7 +37,7 @@ from kvmodel.model.g1.vllm_backend import (
 
 
 def validate_plh_alignment(blocks: Sequence[UniqueBlock], plh_count: int) -> None:
-    """``validate_plh_alignment`` (g1_manager.rs R05): a Use's PLHs are one per full block,
+    """``validate_plh_alignment`` (g1_manager.rs 6125e8260): a Use's PLHs are one per full block,
     else ``assert_eq!`` panics "PLHs must align with full blocks". Called where Rust calls it:
     the native backend's ``process_for_request`` Use, its decode-path Use and its destination
     reservation's layout."""
@@ -208,7 +208,7 @@ class NativeArm(_Arm):
     """``G1Backend::Native``: ``vllm_backend::VllmKvManager`` (:class:`~kvmodel.model.g1.vllm_backend.VllmKvManager`)
     with the facade's part of that arm — PLH alignment checked before a Use, a decode Use and a
     destination reservation; Deref and Promote take no reusable prefix; finalizing a decision
-    promotes the computed tail (R05: after caching; ``promote_tail_before_finalize``, commit
+    promotes the computed tail (6125e8260: after caching; ``promote_tail_before_finalize``, commit
     366ff0ef: before)."""
 
     name = "native"
@@ -403,7 +403,7 @@ class G1Manager:
 
     def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
         """Cache and publish the blocks this decision computed, then promote the computed tail
-        (R05). With ``promote_tail_before_finalize`` (commit 366ff0ef) the other way round.
+        (6125e8260). With ``promote_tail_before_finalize`` (commit 366ff0ef) the other way round.
         KVBM: a no-op (its lifecycle is eager)."""
         self.arm.finalize_computed_prefix(owner, before, after, sequence)
 

@@ -1,8 +1,8 @@
 """The KVBM backend of the G1 manager (semantics §2.4, §2.6, §2.7), on the kvbm-logical substrate
 of :mod:`kvmodel.model.g1.kvbm_logical`.
 
-Real code: ``lib/mocker/src/kv_manager/kvbm_backend.rs`` revision R09 (atomic ``Use`` and
-``G1Acquire``, matching ``g1_manager.rs`` revision R05) over ``lib/kvbm-logical``:
+Real code: ``lib/mocker/src/kv_manager/kvbm_backend.rs`` commit fa6894c9a (atomic ``Use`` and
+``G1Acquire``, matching ``g1_manager.rs`` commit 6125e8260) over ``lib/kvbm-logical``:
 ``BlockManager<G1>`` with the Reject registration policy, its FIFO reset pool and one of the
 inactive indexes in ``pools/inactive/backends/`` (``lineage.rs`` by default, ``lru_backend.rs``,
 ``multi_lru_backend.rs``).
@@ -133,7 +133,7 @@ def _renamed(d: dict[str, Any], uuid: Callable[[str], str]) -> list[tuple[str, A
 
 
 class KvbmKvManager:
-    """``KvManager`` of ``kvbm_backend.rs`` (R09)."""
+    """``KvManager`` of ``kvbm_backend.rs`` (fa6894c9a)."""
 
     def __init__(
         self,

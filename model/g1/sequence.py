@@ -1,6 +1,6 @@
 """The new-era ``ActiveSequence`` and the G1 ``MoveBlock`` signals it produces (§2.1, §2.2).
 
-Real code: ``lib/mocker/src/common/sequence.rs`` (revision R10) and the G1 ``MoveBlock``
+Real code: ``lib/mocker/src/common/sequence.rs`` (commit 6125e8260) and the G1 ``MoveBlock``
 (``Use(blocks, local_hashes, plhs, token_ids, parent)``, ``Deref(blocks)``,
 ``Promote(uuid, seq_hash, parent_hash, local_hash, plh, token_ids)``; no Destroy).
 
@@ -8,12 +8,15 @@ Hashes are the real mocker's (``dynamo-runtime.md`` §2.5): a block's local hash
 of its tokens (little-endian u32, seed 1337) and its sequence hash chains the parent's
 sequence hash with it; PLHs are ``(sequence hash, parent sequence hash, position)``
 triples. With prefix caching off the sequence and PLH hashes are random (seeded: the same
-sequence name and seed give the same values), local hashes are absent and token ids are
-never emitted. Partial blocks are named ``<name>.u<k>`` in creation order.
+sequence name, generation and seed give the same values; a system gives each new sequence the
+first generation whose draws the manager holds none of, :func:`fresh_generation`, so no two
+sequences share them), local hashes are absent and token ids are never emitted. Partial blocks
+are named ``<name>.u<k>`` in creation order.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable
 from typing import Any
@@ -137,6 +140,40 @@ def signal_from_json(obj: Any) -> G1Signal:
     raise InvalidInput(f"not a G1 MoveBlock: {obj!r}")
 
 
+def random_seed(seed: int, name: str, generation: int) -> str:
+    """The seed of a caching-disabled sequence's generator: its name and its *generation*."""
+    return f"{seed}:{name}" if generation == 0 else f"{seed}:{name}#{generation}"
+
+
+DRAWS = 4096  # blocks per sequence whose random hashes a freshness check looks at
+
+
+@functools.lru_cache(maxsize=4096)
+def random_draws(seed: int, name: str, generation: int) -> frozenset[int]:
+    """The first :data:`DRAWS` sequence hashes and (unreduced) PLH hashes a caching-disabled
+    sequence of this name and generation draws (``_complete_blocks`` draws them in pairs)."""
+    g = random.Random(random_seed(seed, name, generation))
+    return frozenset(g.getrandbits(64) for _ in range(2 * DRAWS))
+
+
+def fresh_generation(name: str, in_use: Any, seed: int = 0) -> int:
+    """The least generation of the caching-disabled sequence ``name`` none of whose random hashes
+    is ``in_use`` (a set of the values the manager holds).
+
+    Rust's caching-disabled ``ActiveSequence`` draws fresh random sequence hashes and PLHs for
+    every new sequence (``lib/mocker/src/common/sequence.rs``: ``create_unique_blocks_from_sequence``,
+    ``promote_last_partial``): such blocks are never shared. The model's draws are seeded, and a
+    request id is reused after ``free``; so a new sequence takes the first generation whose draws
+    the manager holds none of: a fresh draw, as a function of the state (the explorer needs one).
+    (Fresh against the manager and the other requests: a hash the router's view still holds
+    after the manager dropped it without a Removed, which only a quirk does, may be drawn again.)
+    """
+    g = 0
+    while random_draws(seed, name, g) & in_use:
+        g += 1
+    return g
+
+
 class NewActiveSequence:
     """``ActiveSequence::new(tokens, max_output_tokens, block_size, enable_prefix_caching, emit_token_ids)``."""
 
@@ -151,6 +188,7 @@ class NewActiveSequence:
         name: str = "S",
         seed: int = 0,
         plh_fragments: int = 0,
+        generation: int = 0,
     ) -> None:
         if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 0:
             raise InvalidInput(f"block_size must be a usize, got {block_size!r}")
@@ -159,13 +197,15 @@ class NewActiveSequence:
         self.name, self.block_size, self.max_output_tokens = name, block_size, max_output_tokens
         # PositionalLineageHash keeps 59/55/51-bit fragments of the current and parent hashes;
         # ``plh_fragments > 0`` reduces them modulo that number so that small worlds reach the
-        # collisions (two sequence hashes sharing a PLH) the real width makes rare.
+        # collisions (two sequence hashes sharing a PLH) the real width makes rare (the hashed
+        # PLHs of a caching sequence only).
         self.plh_fragments = plh_fragments
         self.caching = bool(enable_prefix_caching)
         self.emit_token_ids = bool(emit_token_ids) and self.caching
         # the generator is made at its first draw, from the same seed (most sequences never draw:
         # copying its state dominated the explorer's cloning)
-        self._seed = f"{seed}:{name}"
+        self._seed = random_seed(seed, name, generation)
+        self.generation = generation
         self._gen: random.Random | None = None
         self._uuids = 0
         self.tokens: list[int] = list(tokens)
@@ -214,7 +254,10 @@ class NewActiveSequence:
             else:
                 sh = self._rng.getrandbits(64)
                 plh = (self._rng.getrandbits(64), None, i)
-            if self.plh_fragments:
+            if self.plh_fragments and self.caching:
+                # (a caching-disabled sequence's random PLH stays whole: Rust's two random draws
+                # collide with negligible odds, and reduced ones would make a fresh draw collide
+                # with the earlier sequences' at once)
                 f = self.plh_fragments
                 plh = (plh[0] % f, None if plh[1] is None else plh[1] % f, i)
             self.plhs.append(plh)

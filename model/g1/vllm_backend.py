@@ -1,7 +1,7 @@
 """The native ("vLLM") KV manager of the G1 era: per-request block tables over :class:`NativePool`.
 
-Real code: ``lib/mocker/src/kv_manager/vllm_backend.rs``, revision R06 (the request-table
-version that ``g1_manager.rs`` revision R05 drives); semantics reference §2.5.2–2.5.4, §2.6.
+Real code: ``lib/mocker/src/kv_manager/vllm_backend.rs``, commit 2ee518f3d948 (the request-table
+version that ``g1_manager.rs`` commit 6125e8260 drives); semantics reference §2.5.2–2.5.4, §2.6.
 The later lease rewrite (commit 22507053, also aisimulate-core's engine) keeps the same
 observable order: Removed when capacity is reserved, Stored when blocks are computed.
 

@@ -1,6 +1,6 @@
 """The native ("vLLM") block pool: physical copies, prefix pins, an intrusive LRU, reservations.
 
-Real code: ``lib/mocker/src/cache/vllm_block_pool.rs`` (Dynamo, revision R08; the same pool
+Real code: ``lib/mocker/src/cache/vllm_block_pool.rs`` (Dynamo, commit 2ee518f3d948; the same pool
 is ``crates/core/src/engine/cache/vllm_block_pool.rs`` of aisimulate-core, the mocker engine
 of ``ai-dynamo-runtime==1.6.1``). Semantics reference §2.5.1.
 

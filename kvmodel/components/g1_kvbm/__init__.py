@@ -1,5 +1,5 @@
 """The G1 manager with its KVBM backend, the facade's default (``lib/mocker/src/kv_manager/kvbm_backend.rs``
-R09 on ``lib/kvbm-logical/src/``): reset list, Reject registration by PLH, Lineage / Lru / MultiLru
+fa6894c9a on ``lib/kvbm-logical/src/``): reset list, Reject registration by PLH, Lineage / Lru / MultiLru
 inactive indexes, atomic Use, reservations. Model: ``model/g1/kvbm_backend.py``; invariants:
 ``invariants/kvbm.py``; Z3 spec: ``specs/kvbm.py``."""
 
@@ -99,16 +99,16 @@ def _api_ops() -> tuple[Any, ...]:
     return (const("counts"),)
 
 
-def _contract() -> tuple[Any, str, tuple[str, ...]]:
+def _contract() -> tuple[Any, ...]:
     from kvmodel.components.g1_kvbm import contract
 
-    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, contract.NOTES
 
 
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, KVBM backend",
-    real_code="lib/mocker/src/kv_manager/kvbm_backend.rs (R09), lib/kvbm-logical/src/",
+    real_code="lib/mocker/src/kv_manager/kvbm_backend.rs (fa6894c9a), lib/kvbm-logical/src/",
     aliases=("kvbm",),
     system=_system,
     space=_space,

@@ -2,7 +2,7 @@
 
 Each class is one operation of :class:`~kvmodel.components.g1_kvbm.system.G1KvbmSystem`: its
 trace-format arguments and their checks, and what it does, as the mocker's scheduler drives the
-G1 manager over the KVBM backend (the mocker's ``kvbm_backend.rs`` over kvbm-logical, R09:
+G1 manager over the KVBM backend (the mocker's ``kvbm_backend.rs`` over kvbm-logical, fa6894c9a:
 ``process_for_request``, ``process_decode_signal_for_request``, the decode and destination
 reservations), plus the two malformed inputs the world sends on purpose (``bad_use``,
 ``bad_deref``). The explorer's world (``space.py``) builds its moves' actions from these classes.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from kvmodel.components.g1_native.contract import ACQUIRE, ENCODING
 from kvmodel.components.g1_native.contract import OPERATIONS as NATIVE
+from kvmodel.components.g1_native.contract import RETURNS as NATIVE_RETURNS
 
 # the facade's operations both backends share (as the native backend's contract has them), then
 # the KVBM system's own and those whose arguments differ
@@ -13,13 +15,18 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
     **{op: NATIVE[op] for op in _SHARED},
     "new_request": (
         {"owner": "u63", "tokens": "[u32] (at most 4096)", "caching?": "boolean"},
-        "`null`; `caching` false gives random hashes (compared up to a consistent renaming: a port draws its own)",
+        "`null`; `caching` false gives random hashes, fresh for every sequence (compared up to a "
+        "consistent renaming: a port draws its own)",
     ),
     "reserve_destination": (
         {"owner": "u63", "tokens": "[u32]", "caching?": "boolean"},
-        "`{transferable_prompt_tokens, uncached_prompt_tokens}`, or `CapacityExhausted`",
+        "`{transferable_prompt_tokens, pinned}` (`pinned`: the cached prefix blocks the reservation "
+        "holds), or `CapacityExhausted`",
     ),
-    "allocate": ({"owner": "u63"}, "`Ready(n)` or `CapacityExhausted`"),
+    "allocate": (
+        {"owner": "u63"},
+        "`Ready(n)` (n: blocks newly taken from the pool; 0 when every block was found) or `CapacityExhausted`",
+    ),
     "decode_push": ({"owner": "u63", "token": "u32"}, "as `push`, through the outstanding decode reservation"),
     "resend": ({"owner": "u63"}, "the Use's result: the request's held blocks named again"),
     "bad_use": ({"kind": "dup_partial|hash_two_plhs"}, "a malformed Use's result (a panic)"),
@@ -30,3 +37,40 @@ EVENTS = "as g1_native; compared exactly"
 
 # the model modules (kvmodel.model.*) whose raises the operations reach
 MODULES = ("g1.g1_manager", "g1.kvbm_backend", "g1.kvbm_logical", "g1.sequence", "blocks")
+
+RETURNS: dict[str, str] = {
+    **{op: NATIVE_RETURNS[op] for op in _SHARED},
+    "new_request": "null",
+    "reserve_destination": '{transferable_prompt_tokens: usize, pinned: usize} | "CapacityExhausted"',
+    "allocate": ACQUIRE,
+    "decode_push": f"[{ACQUIRE}]",
+    "resend": ACQUIRE,
+    "bad_use": ACQUIRE,
+    "bad_deref": "Ready(n)",
+}
+
+NOTES: tuple[str, ...] = (
+    ENCODING,
+    "**Operations.** As `g1_native` for the operations both have; the facade sends every signal "
+    "through `process_for_request(owner, signal, 0)`, which the KVBM backend serves by "
+    "`process(signal)` (the owner is not read). `allocate` is the creation Use; on `Ready` the "
+    "request holds the Use's blocks. `push` sends the token's signals (Promote, Use) through "
+    "`process_for_request`; `decode_push` the same through the outstanding decode reservation "
+    "(`process_decode_signal_for_request`). `resend` names the request's held blocks again in one "
+    "Use: a second logical holder (each block's reference count rises). `free` sends the terminal "
+    "Deref of the held blocks leaf first; `bad_deref` the same with the full block 999999 at the "
+    "end, which is unknown (a panic after the blocks before it were released, as Rust's loop "
+    "releases them) unless a `bad_use` left it installed. "
+    "`bad_use` sends a malformed Use for no request: `dup_partial` names one partial (`bad`) twice; "
+    "`hash_two_plhs` names the full block hash 999999 twice under two PLHs (positions 0 and 1). "
+    "`new_request` with `caching: false` gives a sequence whose sequence hashes and PLHs are drawn "
+    "at random, fresh for every sequence (a request id used again draws new ones); they are "
+    "compared up to a consistent one-to-one renaming kept over the workload, so a port draws its "
+    "own. `plh_fragments` (configuration, default 0: PLHs as Rust computes them) reduces PLH "
+    "fragments modulo a number, so that small worlds reach PLH collisions; the explorer's worlds "
+    "set 2.",
+    "**After a panic**: as `g1_native`. A malformed Use whose commit panics after part of it was "
+    "installed (faithful `commit_asserts_after_partial_commit`) leaves those entries installed: "
+    "after a `hash_two_plhs` `bad_use`, block 999999 is active, so a `bad_deref` finds it, releases "
+    "one of its references and answers `Ready(1)` instead of panicking.",
+)

@@ -57,7 +57,7 @@ def binary(q: Any) -> str:
 def section(h: Any) -> list[str]:
     """This component's part of docs/findings.md: BFS-minimal traces from the explorer."""
     lines = [
-        "# The G1 manager with the KVBM backend (`lib/mocker/src/kv_manager/kvbm_backend.rs` R09 on",
+        "# The G1 manager with the KVBM backend (`lib/mocker/src/kv_manager/kvbm_backend.rs` fa6894c9a on",
         "# `lib/kvbm-logical`)",
         "",
         "Traces come from the explorer (`kvmodel explore --component kvbm --owners 1 --prompts 5 --pushes 0",

@@ -96,7 +96,19 @@ class KvbmSpace(G1Moves, NoSymmetry):
         from kvmodel.components.g1_kvbm.system import HashRenaming
 
         longest = max(len(t) for t in free) + self.pushes
-        drawn = [s.sequence_hashes(o, [6] * longest, False) for o in range(self.owners)]
+        # a request's sequence of generation g (``fresh_generation``) draws its own hashes; a
+        # generation above 0 is taken only while an earlier one's blocks stay in the manager, so
+        # at most capacity + 1 of them occur
+        gens = range(int(s.config["max_capacity"]) + 2)
+        drawn: list[tuple[list[int], list[Any]]] = []
+        for o in range(self.owners):
+            hs: list[int] = []
+            plhs: list[Any] = []
+            for g in gens:
+                h, p = s.sequence_hashes(o, [6] * longest, False, g)
+                hs += h
+                plhs += p
+            drawn.append((hs, plhs))
         if any(plhs != drawn[0][1] for _, plhs in drawn):
             return None
         flat = [h for hs, _ in drawn for h in hs]
@@ -179,6 +191,7 @@ class KvbmSpace(G1Moves, NoSymmetry):
         return bool(s.BAD_HASH not in m.active_full and "bad" not in m.active_partial)
 
     def _unallocated(self, s: G1KvbmSystem, a: Any) -> bool:
+        """A request that exists, holds nothing and is not a pending destination."""
         o = a.owner
         return s.seqs.get(o) is not None and not s.holdings.get(o) and o not in s.dest
 
@@ -190,6 +203,7 @@ class KvbmSpace(G1Moves, NoSymmetry):
         return bool(len(seq) < seq.num_input_tokens + self.pushes)
 
     def _pushes(self, s: G1KvbmSystem, a: Any) -> bool:
+        """An allocated request, not stalled on a failed step, grows by ``pushes`` tokens at most."""
         return self._grows(s, a.owner)
 
     def _decode_pushes(self, s: G1KvbmSystem, a: Any) -> bool:
@@ -200,6 +214,8 @@ class KvbmSpace(G1Moves, NoSymmetry):
         return (len(seq) + 1) % seq.block_size != 1 or bool(s.decodes[0].slots)
 
     def _resends(self, s: G1KvbmSystem, a: Any) -> bool:
+        """A request holding blocks, each once (its table not named again yet), not a pending
+        destination."""
         held = s.holdings.get(a.owner) or []
         return bool(held) and len(held) == len(set(held)) and a.owner not in s.dest
 

@@ -1,4 +1,4 @@
-"""The G1 manager with its KVBM backend on kvbm-logical (R09), driven request by request."""
+"""The G1 manager with its KVBM backend on kvbm-logical (fa6894c9a), driven request by request."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import attrs
 
 from kvmodel.components.g1_kvbm.actions import ACTIONS
-from kvmodel.components.g1_requests import G1RequestSystem, renamed_blocks, renaming
+from kvmodel.components.g1_requests import G1RequestSystem, _ints, renamed_blocks, renaming
 from kvmodel.invariants.core import counts_of
 from kvmodel.invariants.kvbm import Before
 from kvmodel.model.errors import InvalidInput
@@ -93,9 +93,9 @@ class G1KvbmSystem(G1RequestSystem):
     def _new_seq(self, o: int, tokens: list[int], caching: bool) -> Any:
         if o in self.seqs:
             raise InvalidInput(f"request {o} exists")
-        return self._sequence(o, tokens, caching)
+        return self._sequence(o, tokens, caching, self._generation(o, caching))
 
-    def _sequence(self, o: int, tokens: list[int], caching: bool) -> Any:
+    def _sequence(self, o: int, tokens: list[int], caching: bool, generation: int = 0) -> Any:
         from kvmodel.model.g1.sequence import NewActiveSequence
 
         return NewActiveSequence(
@@ -105,13 +105,16 @@ class G1KvbmSystem(G1RequestSystem):
             caching,
             name=f"r{o}",
             plh_fragments=self.config["plh_fragments"],
+            generation=generation,
         )
 
-    def sequence_hashes(self, o: int, tokens: list[int], caching: bool) -> tuple[list[int], list[Any]]:
+    def sequence_hashes(
+        self, o: int, tokens: list[int], caching: bool, generation: int = 0
+    ) -> tuple[list[int], list[Any]]:
         """The sequence hashes and PLHs of the full blocks of ``tokens`` as request ``o``'s
-        sequence would have them (its random draws, with caching off: a sequence draws them
-        block by block, so a shorter one has a prefix of them)."""
-        s = self._sequence(o, tokens, caching)
+        sequence of that generation would have them (its random draws, with caching off: a
+        sequence draws them block by block, so a shorter one has a prefix of them)."""
+        s = self._sequence(o, tokens, caching, generation)
         return list(s.seq_hashes), list(s.plhs)
 
     def _use_of(self, s: Any, blocks: list[Any]) -> Any:
@@ -195,12 +198,20 @@ class G1KvbmSystem(G1RequestSystem):
         return Before(*of_model)
 
     def _observe(self) -> list[Any]:
+        mine = set()
         for s in self.seqs.values():
             if not s.caching:
-                self.uncached = self.uncached.union(s.seq_hashes)
+                mine.update(s.seq_hashes)
+        uncached = self.uncached.union(mine)
         marks = self.model.kvbm.drain_use_marks()
         events: list[Any] = self.model.drain_events()
-        self.monitor.observe(events, self.uncached, marks)
+        self.monitor.observe(events, uncached, marks)
+        # the hashes of caching-disabled sequences the requests or the manager still hold (one
+        # neither holds never appears in an event again: each sequence draws fresh ones)
+        if uncached != mine:
+            held = set(_ints(self.model.key()))
+            uncached = frozenset(h for h in uncached if h in mine or h in held)
+        self.uncached = uncached
         return events
 
     def _after(self, pre: Before) -> None:
@@ -278,7 +289,7 @@ class G1KvbmSystem(G1RequestSystem):
             )
         return (tuple(tuple(r.slots) for r in self.decodes), dest)
 
-    def _grows(self) -> int:
-        """The hashes of caching-disabled sequences only ever grow (``_observe``): their count
-        tells whether a step added one."""
-        return len(self.uncached)
+    def _grows(self) -> frozenset[int]:
+        """The hashes of caching-disabled blocks held (``_observe``): a step that changed them
+        changed the state."""
+        return self.uncached

@@ -1,4 +1,5 @@
-"""The Rust tests of the KVBM backend (``kvbm_backend.rs``, R09) as vectors: the harness over ``KvbmKvManager``."""
+"""The Rust tests of the KVBM backend (``kvbm_backend.rs``, fa6894c9a) as vectors: the harness over
+``KvbmKvManager``."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from kvmodel.vectors.notation import Uninterpretable, int_of
 
 
 class KvbmBackendHarness(SequenceHarness):
-    """``kv_manager/kvbm_backend.rs`` (R09) driven directly."""
+    """``kv_manager/kvbm_backend.rs`` (fa6894c9a) driven directly."""
 
     component = "kvbm_backend"
     model_component = "g1_kvbm"

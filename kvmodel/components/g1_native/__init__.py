@@ -1,7 +1,7 @@
 """The G1 manager facade with its native ("vLLM") backend (seed 002,
 ``lib/mocker/src/kv_manager/g1_manager.rs``, ``vllm_backend.rs``,
 ``lib/mocker/src/cache/vllm_block_pool.rs``, ``lib/mocker/src/common/sequence.rs``; revision
-R05): reservations, prefix caching, parent-before-child publication. Model: ``model/g1/``;
+6125e8260): reservations, prefix caching, parent-before-child publication. Model: ``model/g1/``;
 invariants: ``invariants/g1.py``; Z3 spec: ``specs/g1.py``. Checked against the real mocker's KV
 events and vLLM's real ``BlockPool``."""
 
@@ -124,17 +124,17 @@ def _api_ops() -> tuple[Any, ...]:
     return (const("counts"),)
 
 
-def _contract() -> tuple[Any, str, tuple[str, ...]]:
+def _contract() -> tuple[Any, ...]:
     from kvmodel.components.g1_native import contract
 
-    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, contract.NOTES
 
 
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, native backend",
     real_code="lib/mocker/src/kv_manager/g1_manager.rs, vllm_backend.rs, lib/mocker/src/cache/vllm_block_pool.rs "
-    "(seed 002, R05)",
+    "(seed 002, 6125e8260)",
     aliases=("g1", "native"),
     system=_system,
     space=_space,

@@ -11,8 +11,8 @@ CONSEQUENCE: dict[str, str] = {
         "The computed tail's Stored reaches the router before its parent's: the real RadixTree rejects it"
         " whole (ParentBlockNotFound), so the block this request just computed is invisible to "
         "prefix-aware routing, although the manager caches it. A finding about commit 366ff0ef "
-        "(`--revision 366ff0ef`): revision R05, the seed, finalizes then promotes, as the ideal variant "
-        "does, so the faithful model does not have it; the g1_manager vector pins R05's order."
+        "(`--revision 366ff0ef`): commit 6125e8260, the seed, finalizes then promotes, as the ideal variant "
+        "does, so the faithful model does not have it; the g1_manager vector pins 6125e8260's order."
     ),
     "prefix_hit_first_copy_only": (
         "With duplicate copies of a hash (the same prompt run twice without an authorised prefix), the "
@@ -56,7 +56,7 @@ def section(h: Any) -> list[str]:
         "Hashes are the mocker's XXH3 sequence hashes, shown by their last five digits. Requests are driven as",
         "the scheduler drives them: a token that starts a new block is generated only after everything before",
         "it was computed and finalized. (Without that discipline the native manager's Promote publishes a",
-        "Stored whose parent was never finalized, in R05 too: parent-before-child is the caller's contract.)",
+        "Stored whose parent was never finalized, in 6125e8260 too: parent-before-child is the caller's contract.)",
         "",
         "Modelled but not switchable: the native backend publishes Removed when capacity is reserved, long",
         "before the Stored of the same allocation at finalize (§6 #14). Every event is right at its moment, so",

@@ -82,6 +82,7 @@ class G1Space(G1Moves, NoSymmetry):
     # scheduler's own preconditions and the bounds
 
     def _unallocated(self, s: G1System, a: Any) -> bool:
+        """A request that exists, is not a pending destination and has not been allocated."""
         seq = s.seqs.get(a.owner)
         return seq is not None and seq.num_allocated_tokens == 0 and a.owner not in s.dest
 
@@ -101,6 +102,7 @@ class G1Space(G1Moves, NoSymmetry):
         )
 
     def _allocated(self, s: G1System, a: Any) -> bool:
+        """An allocated request (it owns a block table) that is not a pending destination."""
         o = a.owner
         return s.seqs.get(o) is not None and o in s.model.native.tables and o not in s.dest
 

@@ -74,7 +74,9 @@ class G1System(G1RequestSystem):
         from kvmodel.model.g1.sequence import NewActiveSequence
 
         bs = self.model.block_size
-        return NewActiveSequence(tokens, 8, bs, self.config["enable_prefix_caching"], name=f"r{o}")
+        caching = self.config["enable_prefix_caching"]
+        gen = self._generation(o, caching)
+        return NewActiveSequence(tokens, 8, bs, caching, name=f"r{o}", generation=gen)
 
     def _deref(self, o: int, in_table_order: bool) -> Any:
         from kvmodel.model.g1.sequence import G1Deref

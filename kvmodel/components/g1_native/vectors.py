@@ -254,7 +254,7 @@ def _signals_view(x: Any) -> dict[str, Any]:
 
 
 class NativePoolHarness(Harness):
-    """``cache/vllm_block_pool.rs`` (R08): reservations and copies by name."""
+    """``cache/vllm_block_pool.rs`` (2ee518f3d948): reservations and copies by name."""
 
     component = "native_vllm_block_pool"
     model_component = "g1_native"
@@ -372,7 +372,7 @@ class NativeViews:
 
 
 class NativeBackendHarness(SequenceHarness, NativeViews):
-    """``kv_manager/vllm_backend.rs`` (R06) driven directly; owners are request ids."""
+    """``kv_manager/vllm_backend.rs`` (2ee518f3d948) driven directly; owners are request ids."""
 
     component = "native_vllm_backend"
     model_component = "g1_native"
@@ -464,12 +464,12 @@ class NativeBackendHarness(SequenceHarness, NativeViews):
 
 
 class G1ManagerHarness(SequenceHarness, NativeViews):
-    """``kv_manager/g1_manager.rs`` (R05, the seed) over either backend (``backend``: Native
+    """``kv_manager/g1_manager.rs`` (6125e8260, the seed) over either backend (``backend``: Native
     or Kvbm in the constructor; Kvbm is the facade's default)."""
 
     component = "g1_manager"
     model_component = "g1_native"
-    revisions = ((r"366ff0ef", "366ff0ef"), (r"\bR05\b", "R05"))
+    revisions = ((r"366ff0ef", "366ff0ef"), (r"\bR05\b", "6125e8260"), (r"6125e8260", "6125e8260"))
 
     def __init__(self, vector: dict[str, Any], quirks: frozenset[str]) -> None:
         super().__init__(vector, quirks)

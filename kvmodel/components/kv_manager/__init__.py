@@ -1,5 +1,5 @@
 """The mocker's KV manager of the single-file era (seed 000, ``lib/llm/src/mocker/kv_manager.rs``,
-revision R01): active blocks with refcounts, an LRU of inactive blocks, Use / Destroy / Deref /
+commit f0652d89f): active blocks with refcounts, an LRU of inactive blocks, Use / Destroy / Deref /
 Promote, Store and Remove events. Model: ``model/kv_manager.py``; invariants:
 ``invariants/kv_manager.py``; Z3 spec: ``specs/kv_manager.py``."""
 
@@ -126,10 +126,10 @@ def _api_ops() -> tuple[Any, ...]:
     return workload.api_ops()
 
 
-def _contract() -> tuple[Any, str, tuple[str, ...]]:
+def _contract() -> tuple[Any, ...]:
     from kvmodel.components.kv_manager import contract
 
-    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, ()
 
 
 def _merge_steps(a: tuple[str, Any], b: tuple[str, Any]) -> tuple[str, Any] | None:

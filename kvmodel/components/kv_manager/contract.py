@@ -31,3 +31,13 @@ EVENTS = (
 
 # the model modules (kvmodel.model.*) whose raises the operations reach
 MODULES = ("kv_manager", "blocks", "lru")
+
+# operation -> the shape of what `returns` holds (kvmodel.contracts.conforms reads it)
+RETURNS: dict[str, str] = {
+    "process": "boolean",
+    "probe_new_blocks": "usize",
+    "get_prefill_cost": "{new_blocks: usize, new_tokens: usize}",
+    "current_capacity": "usize",
+    "num_active_blocks": "usize",
+    "num_inactive_blocks": "usize",
+}

@@ -112,7 +112,7 @@ def section(h: Any) -> list[str]:
         "breaks the signal contract (double Deref, Destroy of a block it does not hold, a Promote naming an",
         "unknown parent) — still real code paths, and the reason an ideal manager should reject them.",
         "",
-        "Confirmation on the real binary: this single-file-era manager (OLDKV, revision R01) has no runnable",
+        "Confirmation on the real binary: this single-file-era manager (commit f0652d89f) has no runnable",
         "Rust counterpart in `ai-dynamo-runtime==1.6.1` (whose mocker is the newer G1 manager), but its event",
         "stream does: random runs with each quirk are converted to KV events and fed to the real `RadixTree`",
         "(`kvmodel.conformance.radix.kv_manager_to_router`, `docs/router.md`). Each finding says what the real",

@@ -33,7 +33,7 @@ def _block_id(b: UniqueBlock) -> Any:
 
 
 class OldKvManagerHarness(Harness):
-    """``lib/llm/src/mocker/kv_manager.rs`` (revision R01)."""
+    """``lib/llm/src/mocker/kv_manager.rs`` (commit f0652d89f)."""
 
     component = "old_kv_manager"
     model_component = "kv_manager"
@@ -127,7 +127,7 @@ def _sigs(x: list[MoveBlock] | None) -> list[dict[str, Any]] | None:
 
 
 class OldActiveSequenceHarness(Harness):
-    """``lib/llm/src/mocker/sequence.rs`` (revision R03). Sequences are named (``seq`` by
+    """``lib/llm/src/mocker/sequence.rs`` (commit f0652d89f). Sequences are named (``seq`` by
     default); the last one operated on is also observable at the top level."""
 
     component = "old_active_sequence"

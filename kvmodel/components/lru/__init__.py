@@ -1,5 +1,5 @@
 """The mocker's LRU evictors (``lib/llm/src/mocker/evictor.rs``): the wall-clock evictor with a
-lazy queue (revision 0c89c866, the one seed 000 uses) and its counter-based rewrite (R02).
+lazy queue (revision 0c89c866, the one seed 000 uses) and its counter-based rewrite (f0652d89f).
 Model: ``model/lru.py``; invariants: ``invariants/lru.py``; Z3 spec: ``specs/lru.py``."""
 
 from __future__ import annotations
@@ -150,11 +150,17 @@ def _api_ops() -> tuple[Any, ...]:
     return (const("len"),)
 
 
-def _contract(name: str) -> Callable[[], tuple[Any, str, tuple[str, ...]]]:
-    def load() -> tuple[Any, str, tuple[str, ...]]:
+def _contract(name: str) -> Callable[[], tuple[Any, ...]]:
+    def load() -> tuple[Any, ...]:
         from kvmodel.components.lru import contract
 
-        return contract.OPERATIONS[name], contract.EVENTS[name], contract.MODULES[name]
+        return (
+            contract.OPERATIONS[name],
+            contract.EVENTS[name],
+            contract.MODULES[name],
+            contract.RETURNS[name],
+            (),
+        )
 
     return load
 

@@ -28,3 +28,10 @@ EVENTS: dict[str, str] = {
 }
 
 MODULES: dict[str, tuple[str, ...]] = {"lru_evictor_counter": ("lru",), "lru_evictor_wallclock": ("lru",)}
+
+_QUERIES = {"remove": "boolean", "evict": "u64 | string | null", "len": "usize"}
+# per component: operation -> the shape of what `returns` holds (kvmodel.contracts.conforms)
+RETURNS: dict[str, dict[str, str]] = {
+    "lru_evictor_counter": {"insert": "null", "push_front": "null", **_QUERIES},
+    "lru_evictor_wallclock": {"insert": "null", **_QUERIES},
+}

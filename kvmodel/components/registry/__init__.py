@@ -120,10 +120,10 @@ def _api_ops() -> tuple[Any, ...]:
     return workload.api_ops()
 
 
-def _contract() -> tuple[Any, str, tuple[str, ...]]:
+def _contract() -> tuple[Any, ...]:
     from kvmodel.components.registry import contract
 
-    return contract.OPERATIONS, contract.EVENTS, contract.MODULES
+    return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, ()
 
 
 COMPONENT = Component(

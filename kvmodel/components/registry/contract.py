@@ -40,7 +40,7 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
         "trace) they are `null`, where Rust would answer `Some(..)`",
     ),
     "register_block": (
-        {"registry": "name", "state": "name", "as?": "name", "event_hashes?": "[u64|null, u64|null] (R13)"},
+        {"registry": "name", "state": "name", "as?": "name", "event_hashes?": "[u64|null, u64|null] (e3d00b899)"},
         "the name of the new publish handle, or `null` when the registration already existed",
     ),
     "create_publish_handle": (
@@ -75,3 +75,28 @@ EVENTS = (
 
 # the model modules (kvmodel.model.*) whose raises the operations reach
 MODULES = ("registry",)
+
+# operation -> the shape of what `returns` holds (kvmodel.contracts.conforms reads it)
+RETURNS: dict[str, str] = {
+    "new_registry": "null",
+    "new_state": "name",
+    "state_from_reset_apply_token_block": "name",
+    "apply_token_block": "null",
+    "initialize_sequence": "null",
+    "add_token": "null",
+    "add_tokens": "[u32]",
+    "pop_token": "null",
+    "pop_tokens": "null",
+    "commit": "null",
+    "state_query": "usize | boolean | [u32] | null",
+    "register_block": "name | null",
+    "create_publish_handle": "name",
+    "remove_handle": "name",
+    "new_publisher": "name",
+    "take_handle": "name | null",
+    "publish": "null",
+    "clone_publisher": "name",
+    "drop": "null",
+    "drain": "u64 | null",
+    "is_registered": "boolean",
+}

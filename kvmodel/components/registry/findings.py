@@ -18,7 +18,7 @@ CONSEQUENCE: dict[str, str] = {
         "A block copied to a second tier (device to host, host to disk) is never announced for that tier,"
         " and the first tier's Remove is held back until the last tier drops it: a consumer of KV events "
         "(the KV-event consolidator, the router) believes the block is still in the first tier after it "
-        "left. Revisions R12/R13 key the global registry by (hash, tier) — the ideal variant here, and "
+        "left. Revisions e3d00b899 key the global registry by (hash, tier) — the ideal variant here, and "
         "what the vectors of those revisions assert."
     ),
     "dead_global_entry_leaks": (
@@ -52,10 +52,10 @@ def section(h: Any) -> list[str]:
         "",
         "On the real code: the registry lives in `dynamo-llm`, which the `ai-dynamo-runtime` wheel does not expose,",
         "so no finding here is confirmed on a binary. The model passes the registry's own Rust tests as vectors",
-        "(`kvmodel vectors`, 8 of 8, each on the revision it names: 403dd259 or R12/R13; and the project's own",
+        "(`kvmodel vectors`, 8 of 8, each on the revision it names: 403dd259 or e3d00b899; and the project's own",
         "translations of 1.0.2's behaviour). The faithful model is the seed, dynamo-llm 1.0.2; quirk 1",
         "(`cleanup_erases_live_entry`) belongs to the older commit 403dd259 only and is fixed in the seed, and",
-        "quirk 2 is fixed in the tiered revisions R12/R13, exactly as the ideal variant does. The ideal variant's",
+        "quirk 2 is fixed in the tiered commit e3d00b899, exactly as the ideal variant does. The ideal variant's",
         "invariants are proved by",
         "k-induction (`kvmodel prove --component registry`) and hold in every explored world.",
         "",

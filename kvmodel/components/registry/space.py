@@ -115,6 +115,7 @@ class RegSpace(ActionMoves, NoSymmetry):
     # -- the guards (``ActionMoves.GUARDS``): names exist (or are free) as Rust's types demand
 
     def _empty_slot(self, s: System, a: Any) -> bool:
+        """The name the new value takes is free (the world's slots)."""
         return a.as_ not in s.model.values
 
     def bounds(self) -> list[str]:
@@ -143,16 +144,20 @@ class RegSpace(ActionMoves, NoSymmetry):
         return bh is None or len(m.pools[m.block_handles[bh].pool].pending) < self.max_pending
 
     def _removes(self, s: System, a: Any) -> bool:
+        """The publish handle exists, and a slot is free for the registration Arc it gives up."""
         return a.publish_handle in s.model.values and self._free(s, "a", self.arcs) is not None
 
     def _takes(self, s: System, a: Any) -> bool:
+        """The publisher and the publish handle exist."""
         vals = s.model.values
         return a.publisher in vals and a.publish_handle in vals
 
     def _publishes(self, s: System, a: Any) -> bool:
+        """The publisher exists."""
         return a.publisher in s.model.values
 
     def _clones(self, s: System, a: Any) -> bool:
+        """The publisher exists and the clone's name is free."""
         vals = s.model.values
         return a.publisher in vals and a.as_ not in vals
 

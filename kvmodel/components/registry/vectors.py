@@ -1,7 +1,7 @@
 """The ``kvbm_block_registry`` harness: ``registry.rs``, ``state.rs`` and ``events.rs``.
 
 The revision comes from the vector's ``source_version``: dynamo-llm 1.0.2 (the seed, the
-default), commit 403dd259, or the tiered revisions R12/R13 (``R13``); R11's tests (the event
+default), commit 403dd259, or the tiered commit e3d00b899 (``e3d00b899``); 403dd259's tests (the event
 tests it shares with 403dd259) run on 403dd259.
 
 Operations take the Rust method names; values the caller owns are named (``as``):
@@ -89,7 +89,13 @@ class RegistryHarness(Harness):
     component = "kvbm_block_registry"
     model_component = "kvbm_block_registry"
     event_aliases = ("messages", "message")
-    revisions = ((r"403dd259", "403dd259"), (r"\bR1[23]\b", "R13"), (r"\bR11\b", "403dd259"), (r"1\.0\.2", "1.0.2"))
+    revisions = (
+        (r"403dd259", "403dd259"),
+        (r"\bR1[23]\b", "e3d00b899"),
+        (r"e3d00b899", "e3d00b899"),
+        (r"\bR11\b", "403dd259"),
+        (r"1\.0\.2", "1.0.2"),
+    )
 
     # Rust methods returning Result: an Err is a value, not a panic
     RESULT_OPS = frozenset(
@@ -296,7 +302,7 @@ class RegistryHarness(Harness):
     def op_drop(self, a: dict[str, Any]) -> None:
         self.m.drop(str(a.get("value", a.get("name"))))
 
-    # -- external (event) hashes, revision R12
+    # -- external (event) hashes, commit e3d00b899
     def op_sync_external_sequence_hashes(self, a: dict[str, Any]) -> None:
         hs = list(a["hashes"])
         self.blocks = [
