@@ -20,7 +20,7 @@ MAP = {"model": "model", "invariants": "invariants", "specs": "specs"}
 
 def link_installed_layout(into: Path) -> Path:
     """Lay ``kvmodel`` out in ``into`` as it is installed, as symbolic links into the repository
-    (``benchmarks/interpreters.py`` imports it so under other interpreters); returns ``into``."""
+    (mypy reads it so); returns ``into``."""
     pkg = into / "kvmodel"
     pkg.mkdir(parents=True)
     for item in (ROOT / "kvmodel").iterdir():
