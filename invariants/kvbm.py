@@ -35,14 +35,10 @@ class KvbmMonitor(AnnouncedStream):
         m.next_id = self.next_id
         return m
 
-    def key(self, hashes: dict[int, int] | None = None) -> tuple[Any, ...]:
+    def key(self) -> tuple[Any, ...]:
         """Counts above 2 are folded into 2: a stream that announces a hash again and again
-        (possible only once it is already wrong) would otherwise make the state space infinite.
-        ``hashes`` renames the hashes it maps (the explorer's request symmetry)."""
-        if hashes is None:
-            return tuple(sorted((h, min(c, 2)) for h, c in self.announced.items()))
-        g = hashes.get
-        return tuple(sorted((g(h, h), min(c, 2)) for h, c in self.announced.items()))
+        (possible only once it is already wrong) would otherwise make the state space infinite."""
+        return tuple(sorted((h, min(c, 2)) for h, c in self.announced.items()))
 
     def observe(self, events: list[Any], uncached: frozenset[int], use_marks: Iterable[int] = ()) -> None:
         """One operation's events; ``use_marks``: where each Use of the operation began (the

@@ -62,22 +62,18 @@ def renaming(perm: tuple[int, ...] | None) -> tuple[Callable[[int], int], Callab
     return (lambda o: p[o]), uuid
 
 
-def _block_text(b: Any, uuid: Callable[[str], str], hashes: dict[int, int] | None = None) -> str:
+def _block_text(b: Any, uuid: Callable[[str], str]) -> str:
     t = type(b)
     if t is FullBlock:
-        h = b.hash if hashes is None else hashes.get(b.hash, b.hash)
-        return f"FullBlock(hash={h!r})"  # repr(b), without attrs' generic repr
+        return f"FullBlock(hash={b.hash!r})"  # repr(b), without attrs' generic repr
     if t is PartialBlock:
         return f"PartialBlock(uuid={uuid(b.uuid)!r})"
     return repr(b)
 
 
-def renamed_blocks(
-    blocks: Iterable[Any], uuid: Callable[[str], str], hashes: dict[int, int] | None = None
-) -> tuple[str, ...]:
-    """The blocks' reprs (as the systems' keys hold them), partial names renamed by ``uuid`` and
-    the hashes ``hashes`` maps renamed."""
-    return tuple(_block_text(b, uuid, hashes) for b in blocks)
+def renamed_blocks(blocks: Iterable[Any], uuid: Callable[[str], str]) -> tuple[str, ...]:
+    """The blocks' reprs (as the systems' keys hold them), partial names renamed by ``uuid``."""
+    return tuple(_block_text(b, uuid) for b in blocks)
 
 
 class G1Action(Action):

@@ -169,15 +169,11 @@ class KvbmArm(_Arm):
         return KvbmArm(self.m.clone())
 
     def key(
-        self,
-        owner: Callable[[int], int] | None = None,
-        uuid: Callable[[str], str] | None = None,
-        hashes: dict[int, int] | None = None,
+        self, owner: Callable[[int], int] | None = None, uuid: Callable[[str], str] | None = None
     ) -> tuple[Any, ...]:
-        """The manager's key; with ``uuid`` and ``hashes``, its partial names and the sequence
-        hashes ``hashes`` maps renamed (the KVBM backend keeps no request ids: ``owner`` is
-        unused)."""
-        return tuple(self.m.key(uuid, hashes))
+        """The manager's key; with ``uuid``, its partial names renamed (the KVBM backend keeps no
+        request ids: ``owner`` is unused)."""
+        return tuple(self.m.key(uuid))
 
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
         return self.m.process(sig)

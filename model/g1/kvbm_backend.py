@@ -829,31 +829,14 @@ class KvbmKvManager:
             "active_cached_tokens": min(active * self.block_size, num_tokens),
         }
 
-    def key(self, uuid: Callable[[str], str] | None = None, hashes: dict[int, int] | None = None) -> Any:
+    def key(self, uuid: Callable[[str], str] | None = None) -> Any:
         """The state (event ids and the capacity generation left out); ``uuid`` renames the
-        partial names and ``hashes`` the sequence hashes it maps (the explorer's request symmetry:
-        a caching-disabled sequence's random hashes go with its request's name). The PLHs are
-        not renamed: the world renames only hashes whose PLHs are alike (``g1_kvbm/space.py``)."""
-        if hashes is None:
-            full = tuple((h, e.block, e.plh, e.refs) for h, e in sorted(self.active_full.items()))
-            reg = tuple(
-                (p, s.seq_hash, s.block_id, s.parent_hash, s.cacheable, tuple(s.aliases))
-                for p, s in sorted(self.registered.items(), key=by_plh)
-            )
-        else:
-            g = hashes.get
-            full = tuple(sorted((g(h, h), e.block, e.plh, e.refs) for h, e in self.active_full.items()))
-            reg = tuple(
-                (
-                    p,
-                    g(s.seq_hash, s.seq_hash),
-                    s.block_id,
-                    None if s.parent_hash is None else g(s.parent_hash, s.parent_hash),
-                    s.cacheable,
-                    tuple(g(a, a) for a in s.aliases),
-                )
-                for p, s in sorted(self.registered.items(), key=by_plh)
-            )
+        partial names (the explorer's request symmetry)."""
+        full = tuple((h, e.block, e.plh, e.refs) for h, e in sorted(self.active_full.items()))
+        reg = tuple(
+            (p, s.seq_hash, s.block_id, s.parent_hash, s.cacheable, tuple(s.aliases))
+            for p, s in sorted(self.registered.items(), key=by_plh)
+        )
         return (
             self.sub.key(),
             tuple(sorted(self.active_partial.items() if uuid is None else _renamed(self.active_partial, uuid))),

@@ -40,10 +40,6 @@ KVBM_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
 )
 
 
-# per (world, PLH fragments, block size): the world's hash renaming (``KvbmSpace.hash_renaming``)
-_RENAMINGS: dict[tuple[Any, int, int], Any] = {}
-
-
 @attrs.frozen
 class KvbmSpace(G1Moves, NoSymmetry):
     """Bounded G1 world with the KVBM backend (capacity 3, block size 2, PLH fragments modulo
@@ -67,58 +63,11 @@ class KvbmSpace(G1Moves, NoSymmetry):
         return {k: int(v) for k, v in attrs.asdict(self).items()}
 
     def symmetric(self, s: Any) -> bool:
-        """Whether requests are interchangeable in this world, for the system ``s`` (its
-        configuration decides the hashes). Always where every prompt caches. The
-        caching-disabled prompt's sequence and PLH hashes are drawn from a generator seeded with
-        the sequence's name (``model/g1/sequence.py``), so renaming a request renames its draws:
-        interchangeable where :meth:`hash_renaming` found that renaming to be a symmetry."""
-        if all(c for _, c in KVBM_PROMPTS[: self.prompts]):
-            return True
-        return getattr(s, "hash_renaming", None) is not None
-
-    def hash_renaming(self, s: Any) -> Any:
-        """The table of the requests' caching-disabled draws (``system.HashRenaming``) where
-        renaming the requests, their draws with them, is a symmetry of this world; ``None``
-        where it is not, or where no prompt is caching-disabled.
-
-        Request ``o``'s caching-disabled sequence (named ``r<o>``) draws, per full block, a
-        sequence hash and a PLH fragment; a request holds at most the longest such prompt plus
-        ``pushes`` tokens. Renaming request ``o`` to ``p`` maps ``o``'s sequence hashes onto
-        ``p``'s, block by block, in every place the state holds a hash. That is a bijection
-        that leaves everything else as it is when every request draws the same PLHs (the PLH
-        fragments are not renamed: with ``plh_fragments`` 2 the first blocks' fragments agree
-        for requests 0-2) and no drawn hash equals another drawn one or a caching prompt's;
-        and the model treats hashes alike (no behaviour reads a hash's value but to compare it
-        with another: the search with symmetry is compared with the one without in the tests)."""
-        free = [list(t) for t, c in KVBM_PROMPTS[: self.prompts] if not c]
-        if not free:
-            return None
-        from kvmodel.components.g1_kvbm.system import HashRenaming
-
-        longest = max(len(t) for t in free) + self.pushes
-        # a request's sequence of generation g (``fresh_generation``) draws its own hashes; a
-        # generation above 0 is taken only while an earlier one's blocks stay in the manager, so
-        # at most capacity + 1 of them occur
-        gens = range(int(s.config["max_capacity"]) + 2)
-        drawn: list[tuple[list[int], list[Any]]] = []
-        for o in range(self.owners):
-            hs: list[int] = []
-            plhs: list[Any] = []
-            for g in gens:
-                h, p = s.sequence_hashes(o, [6] * longest, False, g)
-                hs += h
-                plhs += p
-            drawn.append((hs, plhs))
-        if any(plhs != drawn[0][1] for _, plhs in drawn):
-            return None
-        flat = [h for hs, _ in drawn for h in hs]
-        cached: set[int] = set()
-        for t, c in KVBM_PROMPTS[: self.prompts]:
-            if c:
-                cached.update(s.sequence_hashes(0, [*t, *[6] * self.pushes], True)[0])
-        if len(set(flat)) != len(flat) or cached & set(flat):
-            return None
-        return HashRenaming(tuple(tuple(hs) for hs, _ in drawn))
+        """Whether requests are interchangeable in this world: where every prompt caches. A
+        caching-disabled sequence draws random sequence hashes and whole random PLHs seeded by
+        its request's name and generation (``model/g1/sequence.py``), so renaming its request
+        maps its blocks onto none of another request's: no symmetry."""
+        return all(c for _, c in KVBM_PROMPTS[: self.prompts])
 
     def key(self, s: System, symmetry: bool) -> Any:
         """With symmetry in a world where requests are interchangeable (:meth:`symmetric`): the
@@ -147,14 +96,7 @@ class KvbmSpace(G1Moves, NoSymmetry):
     def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
         from kvmodel.components.g1_kvbm.system import G1KvbmSystem
 
-        s = G1KvbmSystem({"max_capacity": 3, "plh_fragments": 2, **config}, list(quirks))
-        # the draws depend on the world and the sequences' shape only (a machine builds a system
-        # per example)
-        shape = (self, s.config["plh_fragments"], s.model.block_size)
-        if shape not in _RENAMINGS:
-            _RENAMINGS[shape] = self.hash_renaming(s)
-        s.hash_renaming = _RENAMINGS[shape]
-        return s
+        return G1KvbmSystem({"max_capacity": 3, "plh_fragments": 2, **config}, list(quirks))
 
     def moves(self) -> list[Any]:
         """The world's action instances, in the order the search tries them."""

@@ -6,25 +6,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-import attrs
-
 from kvmodel.components.g1_kvbm.actions import ACTIONS
 from kvmodel.components.g1_requests import G1RequestSystem, _ints, renamed_blocks, renaming
 from kvmodel.invariants.core import counts_of
 from kvmodel.invariants.kvbm import Before
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import Ready
-
-
-@attrs.define
-class HashRenaming:
-    """The random hashes each request's caching-disabled sequence draws (``draws[o]``: request
-    ``o``'s, by block), where a renaming of the requests maps them onto each other: the same
-    number per request, all distinct, their PLHs the same for every request (``KvbmSpace``
-    builds it, or leaves requests unrenamable). ``maps``: per renaming, the hash map (cached)."""
-
-    draws: tuple[tuple[int, ...], ...]
-    maps: dict[tuple[int, ...], dict[int, int]] = attrs.field(factory=dict)
 
 
 class G1KvbmSystem(G1RequestSystem):
@@ -71,7 +58,6 @@ class G1KvbmSystem(G1RequestSystem):
         self.uncached: frozenset[int] = frozenset()
         # the world's table of the requests' caching-disabled hashes, where renaming requests
         # renames them (``KvbmSpace.system`` sets it; ``None``: no hash is renamed)
-        self.hash_renaming: HashRenaming | None = None
 
     def _monitor(self) -> Any:
         from kvmodel.invariants.kvbm import KvbmMonitor
@@ -79,7 +65,6 @@ class G1KvbmSystem(G1RequestSystem):
         return KvbmMonitor()
 
     def _copy_own(self, c: Any) -> None:
-        c.hash_renaming = self.hash_renaming
         c.holdings = {k: list(v) for k, v in self.holdings.items()}
         c.stalled = self.stalled
         c.uncached = self.uncached
@@ -235,11 +220,10 @@ class G1KvbmSystem(G1RequestSystem):
 
     def key_under(self, perm: tuple[int, ...] | None) -> Any:
         """The state's key, or (``perm``: request ``o`` becomes ``perm[o]``) the key of the state
-        with its requests, the partial names their sequences minted and the random hashes of
-        their caching-disabled sequences renamed (the explorer's owner symmetry; the hashes by
-        :attr:`hash_renaming`, in a world that sets it)."""
+        with its requests and the partial names their sequences minted renamed (the explorer's
+        request symmetry, in a world whose prompts all cache: a caching-disabled sequence draws
+        hashes and PLHs of its own, which no renaming of the requests maps onto another's)."""
         owner, uuid = renaming(perm)
-        hashes = self._hashes_under(perm) if perm else None
         reqs = tuple(
             sorted(
                 (
@@ -247,46 +231,19 @@ class G1KvbmSystem(G1RequestSystem):
                     tuple(s.tokens),
                     s.caching,
                     s.num_allocated_tokens,
-                    renamed_blocks(s.unique, uuid, hashes),
-                    renamed_blocks(self.holdings.get(o, []), uuid, hashes),
+                    renamed_blocks(s.unique, uuid),
+                    renamed_blocks(self.holdings.get(o, []), uuid),
                     o in self.stalled,
                 )
                 for o, s in self.seqs.items()
             )
         )
-        res = self._reservations(owner, hashes)
-        if not perm:
-            return (self.model.key(), self.monitor.key(), reqs, res, tuple(sorted(self.uncached)))
-        model = self.model.arm.key(owner, uuid, hashes)
-        uncached = tuple(sorted(self.uncached if hashes is None else (hashes.get(h, h) for h in self.uncached)))
-        return (model, self.monitor.key(hashes), reqs, res, uncached)
+        res = self._reservations(owner)
+        model = self.model.key() if not perm else self.model.arm.key(owner, uuid)
+        return (model, self.monitor.key(), reqs, res, tuple(sorted(self.uncached)))
 
-    def _hashes_under(self, perm: tuple[int, ...]) -> dict[int, int] | None:
-        """The sequence hashes renaming the requests by ``perm`` renames: request ``o``'s
-        caching-disabled draws become request ``perm[o]``'s (``None``: nothing to rename)."""
-        table = self.hash_renaming
-        if table is None:
-            return None
-        got = table.maps.get(perm)
-        if got is None:
-            got = table.maps[perm] = {
-                h: table.draws[perm[o]][i] for o, hs in enumerate(table.draws) for i, h in enumerate(hs)
-            }
-        return got
-
-    def _reservations(self, owner: Callable[[int], int], hashes: dict[int, int] | None = None) -> Any:
-        if hashes is None:
-            dest = tuple(
-                sorted((owner(o), tuple(r.pinned), tuple(r.unpublished), r.live) for o, r in self.dest.items())
-            )
-        else:
-            g = hashes.get
-            dest = tuple(
-                sorted(
-                    (owner(o), tuple((g(h, h), plh) for h, plh in r.pinned), tuple(r.unpublished), r.live)
-                    for o, r in self.dest.items()
-                )
-            )
+    def _reservations(self, owner: Callable[[int], int]) -> Any:
+        dest = tuple(sorted((owner(o), tuple(r.pinned), tuple(r.unpublished), r.live) for o, r in self.dest.items()))
         return (tuple(tuple(r.slots) for r in self.decodes), dest)
 
     def _grows(self) -> frozenset[int]:
