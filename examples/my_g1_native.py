@@ -19,6 +19,7 @@ Run it: ``python examples/my_g1_native.py``.
 
 from __future__ import annotations
 
+import copy
 import struct
 from typing import Any
 
@@ -381,16 +382,13 @@ class MyG1NativeAdapter:
         self.dest: dict[int, dict[str, Any]] = {}
 
     def step(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        req = self.requests.get(args.get("owner", -1))
-        computed = None if req is None else req.computed
+        saved = copy.deepcopy(self.requests.get(args.get("owner", -1)))
         try:
             out: dict[str, Any] = {"returns": self._do(op, args)}
-        except Panic as e:
-            # Rust's order: what was mutated before the panic stays mutated, the request's
-            # sequence too (its side of a signal comes first); only the scheduler's watermark,
-            # set after the call, is as it was
-            if req is not None and computed is not None:
-                req.computed = computed
+        except Panic as e:  # the manager's state is as the panic left it; the request's is not
+            o = args.get("owner")
+            if saved is not None and o is not None:
+                self.requests[o] = saved
             out = {"error": str(e)}
         out["events"], self.m.events = self.m.events, []
         return out

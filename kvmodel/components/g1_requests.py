@@ -6,9 +6,8 @@ A subclass names its component and backend and its operations, one typed action 
 operation does to the system); :meth:`G1RequestSystem.apply` dispatches on the action (no chain
 of name tests), and around every step does what both need: the request bookkeeping (sequences,
 decode and destination reservations, plus the subclass's own, :meth:`_bookkeeping`) is restored
-when the manager rejects the step; the operated request's sequence is restored only when the input
-was rejected (``InvalidInput``), and after a Rust panic keeps its side of the signal (a promoted
-tail, a pushed token), which Rust changes before the manager panics — then the
+when the manager rejects the step — the operated request's sequence is copied first, since a
+signal's sequence-side change (a promoted tail, a pushed token) precedes the rejection — then the
 events are drained into the monitor and the component's invariants are checked on the step.
 """
 
@@ -445,13 +444,10 @@ class G1RequestSystem(System):
             out.result = action.perform(self)  # type: ignore[union-attr]
         except ModelError as e:
             out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
-            # a rejected input (``InvalidInput``: the world's preconditions, checked before
-            # anything moves) leaves the requests as they were; a Rust panic leaves what Rust
-            # mutated before it: the manager's partial effects and the operated request's
-            # sequence (its side of a signal, a promoted tail or a pushed token, comes first)
-            self.decodes, self.dest = saved[1], saved[2]
-            if isinstance(e, InvalidInput):
-                self.seqs = saved[0]
+            # the manager keeps what it did before the panic; the request bookkeeping (the
+            # sequences too: Rust changes a sequence before the manager panics, but its process
+            # dies there, and the scheduler's invariants describe a live one) is as it was
+            self.seqs, self.decodes, self.dest = saved[0], saved[1], saved[2]
             self._restore(saved[3])
         out.events = self._observe()
         self._after(pre)

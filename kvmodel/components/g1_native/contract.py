@@ -92,9 +92,11 @@ NOTES: tuple[str, ...] = (
     "`cancel_destination` gives it back (`cancel`: the prefix unpinned leaf first) and the request "
     "leaves.",
     "**After a panic** (an `error` answer other than `InvalidInput`): the manager keeps what Rust "
-    "mutated before the panic, and so does the request's sequence (its side of a signal, a pushed "
-    "token or a promoted tail, comes before the manager's call); the harness's reservations are as "
-    "before the step. A generated workload goes on after a panic (Rust's process would have "
-    "died): the model's state is Rust's state at the panic. An `InvalidInput` answer (an input "
-    "outside the world's preconditions, checked before anything moves) changes nothing.",
+    "mutated before the panic (cached copies, published events, released references); the request "
+    "bookkeeping, the request's `ActiveSequence` included, is as before the step. That is a "
+    "convention: Rust changes the sequence first (`promote_computed_tail`, a pushed token) and its "
+    "process then dies, so no later step exists there; a generated workload goes on after a panic, "
+    "and a port must restore its request's sequence (not the manager) to agree. An `InvalidInput` "
+    "answer (an input outside the world's preconditions, checked before anything moves) changes "
+    "nothing.",
 )
