@@ -7,6 +7,9 @@ implementations written the way users write them, each checked by
   registry of dynamo-llm 1.0.2, ideal model), ``examples/my_g1_native.py`` (the native G1 backend,
   ideal model) and the C evictor of
   ``examples/harness/lru_counter.c`` over the harness (``kvmodel conform --target exec``).
+* The KVBM backend: each of its known defects (``kvmodel quirks g1_kvbm``) planted alone in
+  kvmodel's own model (``ModelAdapter("g1_kvbm", [quirk])``) and checked against the ideal model:
+  whether a default run reaches the defect's condition.
 * For every bug: caught or not, the workloads generated until the first divergence
   (time-to-catch in workloads), the seconds of the whole check (generation, shrinking included)
   and the shrunk counterexample's length.
@@ -14,7 +17,8 @@ implementations written the way users write them, each checked by
   moves and the fixed queries, uniformly, 30-step workloads (reimplemented below) — in the same
   run.
 
-Writes ``benchmarks/results/planted_bugs.json``. Usage: ``python benchmarks/planted_bugs.py``.
+Writes ``benchmarks/results/planted_bugs.json``. Usage: ``python benchmarks/planted_bugs.py
+[--component NAME]`` (one component's bugs only, into ``planted_bugs_<NAME>.json``).
 """
 
 from __future__ import annotations
@@ -56,10 +60,16 @@ _OLD_QUERIES = {
 
 
 def old_concrete(
-    component: str, config: dict[str, Any], quirks: Sequence[str], picks: Sequence[int], sp: Any
+    component: str,
+    config: dict[str, Any],
+    quirks: Sequence[str],
+    picks: Sequence[int],
+    sp: Any,
+    only: frozenset[str] | None = None,
 ) -> list[tuple[str, Any]]:
     """The generator before issue 23: a pick is one of all moves and queries, uniformly; an odd
-    pick looks by a stride for a move the model accepts."""
+    pick looks by a stride for a move the model accepts (``only``, the operations an adapter
+    declares, did not exist then: every adapter here implements them all)."""
     queries = _OLD_QUERIES.get(component, [])
     moves = sp.moves()
     s = sp.system(config, quirks)
@@ -102,6 +112,13 @@ def cases() -> list[tuple[str, str, str, Any]]:
         out.append(("my_registry.py", "kvbm_block_registry", bug, lambda b=bug: reg.MyRegistryAdapter(b)))
     for bug in g1.BUGS:
         out.append(("my_g1_native.py", "g1_native", bug, lambda b=bug: g1.MyG1NativeAdapter(b)))
+    # the KVBM backend: its known defects planted one at a time in kvmodel's own model (the
+    # in-batch registration, a failed Use's inactive order, a partial commit, the counts, ...),
+    # checked against the ideal model: whether a default run reaches each defect's condition
+    from kvmodel.model.quirks import quirks_of
+
+    for q in quirks_of("g1_kvbm"):
+        out.append(("kvmodel g1_kvbm + quirk", "g1_kvbm", q.name, lambda n=q.name: api.ModelAdapter("g1_kvbm", [n])))
     return out
 
 
@@ -132,10 +149,16 @@ def run_one(component: str, make: Any, max_steps: int | None = None) -> dict[str
 
 
 def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--component", help="only this component's bugs (results: planted_bugs_<component>.json)")
+    only = ap.parse_args().component
+    out = OUT if only is None else OUT.with_name(f"planted_bugs_{only}.json")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        all_cases = cases()
-        exe = _c_binary(Path(tmp))
+        all_cases = [c for c in cases() if only is None or c[1] == only]
+        exe = _c_binary(Path(tmp)) if only in (None, "lru_evictor_counter") else None
         if exe is not None:
             all_cases.append(
                 (
@@ -186,7 +209,7 @@ def main() -> int:
         "summary": summary,
         "rows": rows,
     }
-    OUT.write_text(json.dumps(doc, indent=2) + "\n")
+    out.write_text(json.dumps(doc, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return 0 if caught == len(rows) else 1
 
