@@ -125,6 +125,9 @@ COMPONENT = Component(
     api_ops=_api_ops,
     contract=_contract,
     api_weights={"decode_push": 8, "allocate": 4, "push": 4},
+    # a Use that both evicts and stores needs the pool full of released, registered blocks first
+    # (benchmarks/planted_bugs.py --component g1_kvbm: stored_before_removed is reached with 60)
+    api_steps=60,
     vectors=_vectors,
     invariants=_invariants,
     manifest_worlds=_manifest,
