@@ -21,6 +21,7 @@ import importlib
 import json
 import os
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -65,7 +66,7 @@ class Reach:
         os.close(fd)
         try:
             self._cov.json_report(morfs=self.files, outfile=path)
-            raw = json.loads(open(path).read())
+            raw = json.loads(Path(path).read_text())
         except Exception:  # coverage.py found nothing to report (no model line ran)
             raw = {"files": {}}
         finally:
