@@ -161,12 +161,14 @@ class MyKvManager:
         return len(blocks) - new if self.bug == "probe_counts_resident" else new
 
     def prefill_cost(self, blocks: list[Block], tokens: int, block_size: int) -> dict[str, int]:
-        """Blocks to allocate and tokens to compute for a prompt of ``tokens`` over ``blocks``."""
-        new = self.count_new(blocks)
-        left = tokens - (len(blocks) - new) * (1 if self.bug == "prefill_without_block_size" else block_size)
-        if left < 0:
-            raise Rejected("SubtractOverflow")  # usize arithmetic in the real code
-        return {"new_blocks": new, "new_tokens": left}
+        """Blocks to allocate and tokens to compute for a prompt of ``tokens`` over ``blocks``: the
+        longest prefix of blocks already there is reused (KV is computed in order), its tokens at
+        most the prompt's."""
+        hit = 0
+        while hit < len(blocks) and (blocks[hit] in self.refs or blocks[hit] in self.lru):
+            hit += 1
+        cached = min(hit * (1 if self.bug == "prefill_without_block_size" else block_size), tokens)
+        return {"new_blocks": len(blocks) - hit, "new_tokens": tokens - cached}
 
     def take_events(self) -> list[tuple[str, list[int], int | None]]:
         out, self.events = self.events, []

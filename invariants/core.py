@@ -21,6 +21,24 @@ import attrs
 
 Kind = Literal["state", "stream", "step"]
 
+# What an invariant reads, for invariant mode (:mod:`kvmodel.invariant_mode`), where the
+# implementation is seen only through its observations: ``events`` — the step's arguments and
+# the implementation's ``returns`` / ``error`` / ``events``, and the component monitor's ghost
+# bookkeeping over them; ``snapshot`` — the implementation's state before and after the step,
+# in the shape of the model's ``snapshot()`` (an observation's ``state``); ``router_view`` —
+# an event stream to the router (the KV manager's ``channel``).
+NEEDS = ("events", "snapshot", "router_view")
+
+
+def _needs(v: Iterable[str]) -> frozenset[str]:
+    return frozenset(v)
+
+
+def _default_needs(self: Any) -> frozenset[str]:
+    """``events`` for a check of the monitor's faults, else ``snapshot`` (a predicate over the
+    model, or one whose needs nobody declared: never evaluated on less than it may read)."""
+    return frozenset({"events"}) if isinstance(self.check, MonitorFault) else frozenset({"events", "snapshot"})
+
 
 def counts_of(pairs: Iterable[tuple[Any, int]]) -> Counter[Any]:
     """A ``Counter`` holding these (item, count) pairs, built without ``Counter.__init__``'s
@@ -90,6 +108,16 @@ class Invariant:
     per_state: bool = attrs.field(
         default=attrs.Factory(lambda self: self.kind == "state", takes_self=True), kw_only=True
     )
+    # what the check reads (``NEEDS``): invariant mode evaluates it only on an implementation
+    # whose observations provide all of it
+    needs: frozenset[str] = attrs.field(
+        default=attrs.Factory(_default_needs, takes_self=True), kw_only=True, converter=_needs
+    )
+
+    def __attrs_post_init__(self) -> None:
+        bad = sorted(set(self.needs) - set(NEEDS))
+        if bad or not self.needs:
+            raise ValueError(f"invariant {self.name!r}: needs must be a non-empty subset of {NEEDS}, got {bad}")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +127,7 @@ class Invariant:
             "statement": self.statement,
             "lemma": self.lemma,
             "witnesses": list(self.witnesses),
+            "needs": sorted(self.needs),
         }
 
 

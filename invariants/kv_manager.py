@@ -13,6 +13,7 @@ The monitor keeps two pieces of ghost state that the real code does not have:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -41,8 +42,8 @@ def _b(b: UniqueBlock) -> str:
 class KvMonitor:
     """Ghost bookkeeping over a KV manager run (router view, held references, stream faults)."""
 
-    def __init__(self, channel: bool) -> None:
-        self.channel = channel
+    def __init__(self, channel: bool, block_size: int = 16) -> None:
+        self.channel, self.block_size = channel, block_size
         self.view: set[int] = set()
         self.held: Counter[UniqueBlock] = Counter()
         self.faults: dict[str, str] = {}  # stream faults found in the latest step
@@ -52,7 +53,7 @@ class KvMonitor:
         """An independent copy, copy-on-write: the view and the held counts are shared until a
         step that changes them (``observe``) copies them."""
         m = KvMonitor.__new__(KvMonitor)
-        m.channel, m.faults = self.channel, {}
+        m.channel, m.block_size, m.faults = self.channel, self.block_size, {}
         m.view, m.held = self.view, self.held
         m._shared = self._shared = True
         return m
@@ -228,6 +229,40 @@ def _never_below_zero(ctx: StepContext) -> str | None:
     return None
 
 
+def _resident(ctx: StepContext) -> Callable[[UniqueBlock], bool]:
+    """Whether a block is resident after the step: the model's ``all_blocks`` where the state is
+    known; in invariant mode without a snapshot, what the events and the references say — a full
+    block is resident iff it is in the router's view (``kv.router_view_matches_resident``), a
+    partial iff a caller holds it (an ideal manager never caches a partial)."""
+    m: KvManager | None = ctx.model
+    if m is not None:
+        return m.all_blocks.__contains__
+    mon: KvMonitor = ctx.monitor
+    return lambda b: b.hash in mon.view if isinstance(b, FullBlock) else mon.held.get(b, 0) > 0
+
+
+def _prefill_longest_prefix(ctx: StepContext) -> str | None:
+    a = ctx.args
+    if getattr(a, "op", None) != "get_prefill_cost":
+        return None
+    resident = _resident(ctx)
+    overlap = 0
+    for b in a.unique_blocks:
+        if not resident(b):
+            break
+        overlap += 1
+    bs = ctx.model.block_size if ctx.model is not None else ctx.monitor.block_size
+    n = a.num_input_tokens
+    want = {"new_blocks": len(a.unique_blocks) - overlap, "new_tokens": n - min(overlap * bs, n)}
+    got = f"the rejection {getattr(ctx.error, 'id', ctx.error)!r}" if ctx.error is not None else ctx.result
+    if got == want:
+        return None
+    return (
+        f"get_prefill_cost of {[_b(b) for b in a.unique_blocks]} ({n} tokens) answered {got}; the longest "
+        f"resident prefix is {overlap} block(s): {want}"
+    )
+
+
 INVARIANTS: tuple[Invariant, ...] = (
     Invariant(
         "kv.refcount_positive",
@@ -276,6 +311,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "A Store's parent was Stored earlier and not Removed since (parent before child).",
         MonitorFault("kv.store_parent_stored"),
         witnesses=("kv.w.store_with_parent",),
+        needs=("events", "router_view"),
     ),
     Invariant(
         "kv.store_only_new",
@@ -284,6 +320,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "A Store names only hashes that are not in the router's view already.",
         MonitorFault("kv.store_only_new"),
         witnesses=("kv.w.promote_known",),
+        needs=("events", "router_view"),
     ),
     Invariant(
         "kv.remove_only_stored",
@@ -292,6 +329,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "A Remove names only hashes that were Stored and not Removed since.",
         MonitorFault("kv.remove_only_stored"),
         witnesses=("kv.w.eviction", "kv.w.destroy_removes"),
+        needs=("events", "router_view"),
     ),
     Invariant(
         "kv.router_view_matches_resident",
@@ -320,6 +358,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "the block just before the run (None at the start).",
         _lineage,
         witnesses=("kv.w.store_with_parent",),
+        needs=("events", "router_view"),
     ),
     Invariant(
         "kv.failed_op_no_trace",
@@ -330,12 +369,24 @@ INVARIANTS: tuple[Invariant, ...] = (
         witnesses=("kv.w.use_fails", "kv.w.rejected"),
     ),
     Invariant(
+        "kv.prefill_cost_longest_prefix",
+        C,
+        "step",
+        "get_prefill_cost counts as cached the longest prefix of the sequence's blocks that is "
+        "resident, and the tokens of those blocks (block_size each, at most the input's tokens) as "
+        "not new.",
+        _prefill_longest_prefix,
+        witnesses=("kv.w.prefix_hit",),
+        needs=("events", "router_view"),
+    ),
+    Invariant(
         "kv.deref_never_below_zero",
         C,
         "step",
         "A Deref that would take a block's reference count below zero is rejected, not silently ignored.",
         _never_below_zero,
         witnesses=("kv.w.deref_rejected",),
+        needs=("events",),  # without a state: the references callers hold (invariant mode)
     ),
 )
 
@@ -428,6 +479,16 @@ WITNESSES: tuple[Witness, ...] = (
         C,
         "A Deref of a block with no reference is rejected.",
         lambda c: isinstance(c.args, Deref) and c.error is not None,
+    ),
+    Witness(
+        "kv.w.prefix_hit",
+        C,
+        "get_prefill_cost finds a resident prefix (fewer new blocks than listed).",
+        lambda c: (
+            getattr(c.args, "op", None) == "get_prefill_cost"
+            and c.error is None
+            and c.result["new_blocks"] < len(c.args.unique_blocks)
+        ),
     ),
     Witness(
         "kv.w.full_cache",

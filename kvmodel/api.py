@@ -58,11 +58,13 @@ Adapter = differential_.Adapter  # your implementation, seen through a component
 class ModelAdapter:
     """The model itself behind the adapter interface (a reference implementation: checking it
     finds no divergence; the harness examples serve it over the wire protocol). ``error`` is the
-    rejection's type name."""
+    rejection's type name. ``snapshot``: every answer carries the model's state under ``state``
+    (what invariant mode's state invariants read)."""
 
-    def __init__(self, component: str, quirks: Sequence[str] | str = ()) -> None:
+    def __init__(self, component: str, quirks: Sequence[str] | str = (), *, snapshot: bool = False) -> None:
         self.component = _component(component).name
         self.quirks = _quirk_list(self.component, quirks)
+        self.snapshot = snapshot
         self.name = f"kvmodel's {self.component} model"
         self.system: Any = None
 
@@ -70,7 +72,8 @@ class ModelAdapter:
         self.system = make_system(self.component, config, self.quirks)
 
     def step(self, op: str, args: Any) -> dict[str, Any]:
-        obs: dict[str, Any] = self.system.step(op, args).observation(None)
+        out = self.system.step(op, args)
+        obs: dict[str, Any] = out.observation(self.system.snapshot() if self.snapshot else None)
         if "error" in obs:
             obs["error"] = obs["error"]["type"]
         return obs
@@ -88,6 +91,21 @@ def _quirk_list(component: str, quirks: Sequence[str] | str) -> list[str]:
             return []
         raise ValueError(f"quirks must be 'faithful', 'ideal' or a list of quirk names, got {quirks!r:.80}")
     return sorted(quirks)
+
+
+def _accepted(component: str, accept: Sequence[str] | str) -> set[str]:
+    """The quirks ``accept`` names: a named revision of ``component`` (``"faithful"``: the seed's,
+    ``"ideal"``: none) or a list of quirk names (checked)."""
+    from kvmodel.model.quirks import faithful, validate
+    from kvmodel.model.quirks import revision as named_revision
+
+    if isinstance(accept, str):
+        if accept == "faithful":
+            return set(faithful(component))
+        if accept == "ideal":
+            return set()
+        return set(named_revision(component, accept).quirks)
+    return set(validate(component, list(accept)))
 
 
 def adapter_name(impl: Any) -> str:
@@ -409,6 +427,8 @@ def check_implementation(
     revision: str | None = None,
     step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
     coverage: bool = True,
+    check: str = "equal",
+    accept: Sequence[str] | str = (),
 ) -> DiffReport:
     """Differential check of ``adapter`` against the model of ``component`` (default: the first
     registered component, the mocker's KV manager).
@@ -424,6 +444,17 @@ def check_implementation(
     Deterministic for a given seed. Never raises for a divergence: look at ``report.ok``.
     Any divergence observed makes the report not ok; one that does not reproduce when re-run
     is reported ``flaky`` with the operations and trace as first seen.
+
+    ``check``: ``"equal"`` (the default) compares every observation with the model's —
+    for a port of the modelled revision, and it implies every invariant verdict the model has;
+    ``"invariants"`` checks the implementation's observations against the component's declared
+    invariants with no reference revision (:mod:`kvmodel.invariant_mode`: for an implementation
+    of another revision or project; the model only decides which generated inputs are valid);
+    ``"both"``: equality, then the invariants. ``accept`` (invariant modes): the known defects a
+    violation may be explained by — a named revision of the component (``"faithful"``: the
+    seed's), or quirk names; in ``"both"`` the compared model's quirks are accepted too. The
+    report says which invariants were checked, which not and why, and the known violations
+    (``report.extra["invariants"]``).
     """
     from hypothesis import strategies as st
 
@@ -447,12 +478,19 @@ def check_implementation(
         q = sorted(named_revision(component, revision).quirks)
     else:
         q = _quirk_list(component, quirks)
+    if check not in ("equal", "invariants", "both"):
+        raise ValueError(f"check must be 'equal', 'invariants' or 'both', got {check!r:.60}")
+    observer = _component(component).observer
+    if check != "equal" and observer is None:
+        raise ValueError(f"{component} has no invariant mode (no observer): use check='equal'")
+    accepted = _accepted(component, accept) | (set(q) if check == "both" else set())
     sp = _space(component, space)
     cfg = dict(make_system(component, config or {}, q).config)
     from kvmodel.model.quirks import revision_of
 
     rep = DiffReport(adapter_name(impl), component, cfg, q, seed=seed)
     rep.revision = revision if revision is not None else revision_of(component, q)
+    rep.extra["check"] = check
     only = _declared(impl, component)
     call = differential_.Caller(step_timeout)
     try:
@@ -460,6 +498,17 @@ def check_implementation(
         # deletion pass shrinks below the minimum afterwards
         strategy = st.lists(st.integers(0, 10_000), min_size=max(1, max_steps // 2), max_size=max_steps)
         model_side = _Model(component, q)
+        cmp = _comparer(component, model_side)
+        tally = None
+        if check != "equal":
+            from kvmodel import invariant_mode
+
+            assert observer is not None
+            tally = invariant_mode.Tally(component)
+            make = observer
+            cmp = invariant_mode.comparer(
+                component, lambda: make(cfg), accepted, tally, equal=cmp if check == "both" else None
+            )
         call.start()  # before the measurement: the adapter's thread is not measured
         from kvmodel.reach import Reach
 
@@ -471,12 +520,15 @@ def check_implementation(
                 rep,
                 strategy=strategy,
                 case=lambda picks: (cfg, _concrete(component, cfg, q, picks, sp, only)),
-                compare=_comparer(component, model_side),
+                compare=cmp,
                 workloads=workloads,
                 call=call,
                 label=op_label,
             )
         rep.extra["coverage"] = None if reach is None else reach.result
+        if tally is not None:
+            rep.extra["accepted_quirks"] = sorted(accepted)
+            rep.extra["invariants"] = tally.to_json()
     finally:
         call.close()
     exercised = {op for op, _ in (rep.ops or [])} | {k.split(":", 1)[0] for k in rep.op_counts}

@@ -41,6 +41,18 @@ def add_parser(sub: Any, command: Any) -> None:
     x.add_argument(
         "--space", help="the workload world's fields as a JSON object (kvmodel.api.workload_space; docs/contracts.md)"
     )
+    x.add_argument(
+        "--check",
+        choices=("equal", "invariants", "both"),
+        default="equal",
+        help="equal: every observation equals the model's (default); invariants: the component's declared "
+        "invariants on the program's observations, no reference revision; both (docs/api.md)",
+    )
+    x.add_argument(
+        "--accept",
+        help="invariant modes: known defects a violation may be explained by — a revision name (faithful: "
+        "the seed's) or Q1,Q2,... (quirk names)",
+    )
     cf.add_argument("command", nargs="*", help=argparse.SUPPRESS)
 
 
@@ -48,8 +60,10 @@ def cmd_conform(args: argparse.Namespace) -> int:
     """Differential conformance: the model against a real implementation."""
     if args.target == EXEC:
         return _exec(args)
-    if args.command or args.component or args.quirks or args.config or args.space:
-        raise UsageError("a command, --component, --quirks, --config and --space go with --target exec")
+    if args.command or args.component or args.quirks or args.config or args.space or args.accept:
+        raise UsageError("a command, --component, --quirks, --config, --space and --accept go with --target exec")
+    if args.check != "equal":
+        raise UsageError("--check goes with --target exec (the real targets have their own checks)")
     try:
         _, t = components.target(args.target)
     except components.UnknownComponent as e:
@@ -117,6 +131,12 @@ def _quirks(args: argparse.Namespace, component: str) -> tuple[Any, str | None]:
     return names, None
 
 
+def _is_quirk(component: str, name: str) -> bool:
+    from kvmodel.model.quirks import quirks_of
+
+    return name in {q.name for q in quirks_of(component)}
+
+
 def _json_object(text: str | None, option: str) -> dict[str, Any]:
     if text is None:
         return {}
@@ -155,6 +175,18 @@ def _exec(args: argparse.Namespace) -> int:
         make_system(comp.name, config, ())
     except Exception as e:
         raise UsageError(f"--config: {str(e)[:200]}") from None
+    accept: str | list[str] = []
+    if args.accept:  # one quirk name, Q1,Q2,..., or a revision
+        multi = "," in args.accept or _is_quirk(comp.name, args.accept)
+        accept = args.accept.split(",") if multi else args.accept
+    if args.check == "equal" and args.accept:
+        raise UsageError("--accept goes with --check invariants or both")
+    if args.check != "equal" and comp.observer is None:
+        raise UsageError(f"--check {args.check}: {comp.name} has no invariant mode (docs/api.md)")
+    try:
+        api._accepted(comp.name, accept)
+    except ValueError as e:
+        raise UsageError(f"--accept: {str(e)[:200]}") from None
     adapter = ExecAdapter(args.command, step_timeout=args.step_timeout)
     try:
         adapter.start()
@@ -170,6 +202,8 @@ def _exec(args: argparse.Namespace) -> int:
                 config=config,
                 space=space,
                 step_timeout=None,  # the harness times each answer itself and recovers
+                check=args.check,
+                accept=accept,
             )
     except HarnessError as e:
         print(f"kvmodel conform: {e}", file=sys.stderr)

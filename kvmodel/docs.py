@@ -23,6 +23,12 @@ def invariants_markdown(components: Iterable[str] | None = None) -> str:
         "strengthening invariant added so that the ideal model's invariants are inductive (Z3",
         "k-induction, `kvmodel prove`); lemmas are checked by every engine like the others.",
         "",
+        '*Invariant mode* (`check_implementation(..., check="invariants")`, docs/api.md) evaluates',
+        "an invariant on an implementation only where its observations give what it reads: `events`",
+        "(the step's arguments, returns, error and events), `snapshot` (the implementation's state in",
+        "the model's snapshot shape, each observation's `state`), `router_view` (an event stream to",
+        "the router). Components without an observer have no invariant mode yet.",
+        "",
     ]
     total = 0
     for comp in invariants.components():
@@ -33,15 +39,16 @@ def invariants_markdown(components: Iterable[str] | None = None) -> str:
         lines += [
             f"## {comp}",
             "",
-            "| invariant | kind | statement | witnesses | broken by quirk (faithful model) |",
-            "|---|---|---|---|---|",
+            "| invariant | kind | statement | witnesses | broken by quirk (faithful model) | invariant mode reads |",
+            "|---|---|---|---|---|---|",
         ]
         for inv in invs:
             qs = sorted(q.name for q in QUIRKS.values() if q.component == comp and inv.name in q.breaks)
             wit = ", ".join(f"`{w}`" for w in inv.witnesses) or "—"
             kind = f"{inv.kind} (lemma)" if inv.lemma else inv.kind
             broken = ", ".join(f"`{q}`" for q in qs) or "—"
-            lines.append(f"| `{inv.name}` | {kind} | {inv.statement} | {wit} | {broken} |")
+            needs = ", ".join(sorted(inv.needs))
+            lines.append(f"| `{inv.name}` | {kind} | {inv.statement} | {wit} | {broken} | {needs} |")
         lines.append("")
         ws = invariants.witnesses_for(comp)
         if ws:

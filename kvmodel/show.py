@@ -191,6 +191,12 @@ def marked(trace: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(d, dict) or not isinstance(d.get("step"), int):
         return dict(trace["violation"]) if trace.get("violation") else {}
     impl = str(trace["origin"].get("implementation", "the implementation"))
+    if d.get("what") == "invariant" and isinstance(d.get("model"), dict):  # invariant mode
+        return {
+            "invariant": f"{d['model'].get('invariant')} (broken by {impl})",
+            "step": d["step"],
+            "message": _short(d.get("implementation"), 400),
+        }
     return {
         "invariant": f"conformance of {impl}",
         "step": d["step"],

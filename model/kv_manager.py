@@ -30,6 +30,7 @@ from kvmodel.model.blocks import (
     Store,
     UniqueBlock,
     Use,
+    block_from_json,
     block_text,
     check_block,
     check_blocks,
@@ -385,13 +386,25 @@ class KvManager:
     def get_prefill_cost(self, unique_blocks: Iterable[UniqueBlock], num_input_tokens: int) -> tuple[int, int]:
         """``get_prefill_cost(sequence)`` → ``(new_blocks, new_tokens)``.
 
-        ``new_tokens = num_input_tokens - overlap · block_size`` as plain usize arithmetic:
-        a negative result is the Rust subtraction-overflow panic.
+        The seed (f0652d89f, quirk ``prefill_cost_counts_any_resident``): the overlap is every
+        listed block that is resident (``probe_new_blocks``) and ``new_tokens = num_input_tokens -
+        overlap · block_size`` is plain usize arithmetic, a negative result the Rust
+        subtraction-overflow panic. Ideal, as ``kv_manager.rs`` does from d22ca5231 (#5808): the
+        overlap is the longest prefix of resident blocks, its tokens clamped to ``num_input_tokens``.
         """
-        ub = list(unique_blocks)
+        ub = [check_block(b) for b in unique_blocks]
+        n = _usize(num_input_tokens, "num_input_tokens")
+        if "prefill_cost_counts_any_resident" not in self.quirks:
+            # d22ca5231 (#5808): the longest resident prefix, its tokens clamped to the input
+            overlap = 0
+            for b in ub:
+                if b not in self.all_blocks:
+                    break
+                overlap += 1
+            return len(ub) - overlap, n - min(overlap * self.block_size, n)
         new_blocks = self.probe_new_blocks(ub)
         overlap = len(ub) - new_blocks
-        new_tokens = _usize(num_input_tokens, "num_input_tokens") - overlap * self.block_size
+        new_tokens = n - overlap * self.block_size
         if new_tokens < 0:
             raise SubtractOverflow(f"{num_input_tokens} - {overlap}*{self.block_size}")
         return new_blocks, new_tokens
@@ -427,6 +440,36 @@ class KvManager:
             "all_blocks": [b.to_json() for b in sorted(self.all_blocks, key=lambda x: x.sort_key())],
         }
 
+    @classmethod
+    def from_snapshot(cls, config: dict[str, Any], snap: Any) -> KvManager:
+        """A manager in the state :meth:`snapshot` spells (an implementation's ``state`` in
+        invariant mode): ``active`` as ``[block, refcount]`` pairs, ``inactive`` in eviction
+        order, ``all_blocks``; :class:`InvalidInput` for anything else (a block twice, a refcount
+        that is not a positive integer, a missing key)."""
+        if not isinstance(snap, dict) or set(snap) != {"active", "inactive", "all_blocks"}:
+            raise InvalidInput(f"a kv_manager state is {{active, inactive, all_blocks}}, got {snap!r:.120}")
+        m = cls(
+            config["max_capacity"],
+            config["block_size"],
+            channel=config["channel"],
+            quirks=(),
+            evictor=config["evictor"],
+        )
+        for pair in _list(snap["active"], "active"):
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise InvalidInput(f"an active entry is [block, refcount], got {pair!r:.80}")
+            b, rc = block_from_json(pair[0]), pair[1]
+            if isinstance(rc, bool) or not isinstance(rc, int) or rc < 0 or b in m.active:
+                raise InvalidInput(f"active entry {pair!r:.80}: a block once, with a refcount >= 0")
+            m.active[b] = rc
+        for obj in _list(snap["inactive"], "inactive"):
+            b = block_from_json(obj)
+            if m.inactive.contains(b):
+                raise InvalidInput(f"{obj!r:.60} is twice in inactive")
+            m.inactive.insert(b)
+        m.all_blocks = {block_from_json(b) for b in _list(snap["all_blocks"], "all_blocks")}
+        return m
+
     def key(self) -> tuple[Any, ...]:
         """Hashable canonical state (for the explorer and state comparisons)."""
         return (
@@ -434,6 +477,12 @@ class KvManager:
             tuple(b.sort_key() for b in self.inactive.ordered()),
             tuple(sorted(b.sort_key() for b in self.all_blocks)),
         )
+
+
+def _list(v: Any, what: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise InvalidInput(f"{what} must be a list, got {v!r:.80}")
+    return v
 
 
 def _div(a: int, b: int) -> float:

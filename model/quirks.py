@@ -154,6 +154,17 @@ _ALL: list[Quirk] = [
         "where it occupies a slot until evicted.",
         ("kv.inactive_full_only",),
     ),
+    Quirk(
+        "prefill_cost_counts_any_resident",
+        "kv_manager",
+        "§1.7 get_prefill_cost (found here; fixed in d22ca5231, #5808)",
+        "get_prefill_cost counts every listed block that is resident, wherever it sits in the "
+        "sequence, as cached (probe_new_blocks), and subtracts block_size tokens per such block "
+        "without a clamp: a sequence whose first block is missing reports later blocks as a prefix "
+        "hit, and more hit blocks than input tokens is the usize subtraction panic. From d22ca5231 "
+        "the cost is that of the longest resident prefix, its tokens clamped to the input.",
+        ("kv.prefill_cost_longest_prefix",),
+    ),
     # --- KVBM block registry (lib/llm/src/block_manager/block/registry.rs, events.rs) -------
     Quirk(
         "cleanup_erases_live_entry",

@@ -94,7 +94,7 @@ def test_invariants_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     ):
         assert must in names
     assert cli.main(["invariants", "--component", "kv_manager"]) == 0
-    assert "13 invariants" in capsys.readouterr().out
+    assert f"{len(invariants.for_component('kv_manager'))} invariants" in capsys.readouterr().out
 
 
 def test_docs_invariants_md_is_generated_from_the_registry() -> None:

@@ -202,6 +202,9 @@ class Component:
     merge_steps: Callable[[tuple[str, Any], tuple[str, Any]], tuple[str, Any] | None] | None = None
     # the events are the Store/Remove stream a router consumes (``kvmodel show`` adds the router's view)
     router_stream: bool = False
+    # invariant mode (``kvmodel.invariant_mode``): ``observer(config)`` reads an implementation's
+    # observations as the component's invariants read the model's steps (None: no invariant mode)
+    observer: Callable[[dict[str, Any]], Any] | None = None
 
     # -- what the engines ask
     @property

@@ -79,7 +79,9 @@ def json_safe(x: Any, depth: int = 0) -> Any:
 class Divergence:
     """The first step where the implementation and the model disagree. ``what``: the part of the
     observation that differs (a target's own names — ``returns``, ``error``, ``events``,
-    ``content``, ``cached``, ...), or ``exception`` (the adapter raised), ``malformed`` (its answer
+    ``content``, ``cached``, ...), ``invariant`` (invariant mode: ``model`` names the invariant
+    and its statement, ``implementation`` is the violation's message), or ``exception`` (the
+    adapter raised), ``malformed`` (its answer
     is not an observation, or not JSON), ``abort`` (it raised ``SystemExit``, ``KeyboardInterrupt``
     or ``GeneratorExit``), ``timeout`` (a step outlasted the step timeout), ``reset`` (``reset``
     raised) or ``crash`` (a harness child exited; :mod:`kvmodel.harness`)."""
@@ -98,6 +100,11 @@ class Divergence:
         return attrs.asdict(self)
 
     def __str__(self) -> str:
+        if self.what == "invariant" and isinstance(self.model, dict):  # invariant mode
+            return (
+                f"step {self.step + 1}, {self.op} {json.dumps(self.args, sort_keys=True)}: breaks "
+                f"{self.model.get('invariant')} — {self.implementation}"
+            )
         return (
             f"step {self.step + 1}, {self.op} {json.dumps(self.args, sort_keys=True)}: {self.what} differ — "
             f"model {json.dumps(self.model, sort_keys=True)}, implementation {json.dumps(self.implementation)}"

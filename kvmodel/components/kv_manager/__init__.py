@@ -65,6 +65,12 @@ def _mutants() -> tuple[Any, ...]:
     return MUTANTS
 
 
+def _observer(config: dict[str, Any]) -> Any:
+    from kvmodel.components.kv_manager.observe import KvObserver
+
+    return KvObserver(config)
+
+
 SMALL = {"n_full": 3, "partials": 1, "max_batch": 2, "max_refcount": 2}
 
 
@@ -164,7 +170,7 @@ COMPONENT = Component(
     api_ops=_api_ops,
     contract=_contract,
     # a pool fills and evicts only through Use and Deref: they get most picks
-    api_weights={"Use": 6, "Deref": 4},
+    api_weights={"Use": 6, "Deref": 4, "GetPrefillCost": 0},  # the api draws its own prefill queries
     agreement=_agreement,
     vectors=_vectors,
     mutants=_mutants,
@@ -172,6 +178,7 @@ COMPONENT = Component(
     manifest_worlds=_manifest,
     findings=_findings,
     router_stream=True,
+    observer=_observer,
     merge_steps=_merge_steps,
 )
 COMPONENTS = (COMPONENT,)

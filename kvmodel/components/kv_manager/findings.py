@@ -58,6 +58,13 @@ CONSEQUENCE: dict[str, str] = {
         "A partial block (fresh UUID, never shareable) occupies a cache slot until it is evicted, "
         "reducing the effective cache size."
     ),
+    "prefill_cost_counts_any_resident": (
+        "The scheduler's cost of a prompt credits blocks it cannot reuse: KV states are computed in "
+        "order, so a resident block after the first miss saves nothing, yet it lowers `new_blocks` and "
+        "`new_tokens`; admission and watermark decisions then under-estimate the prefill. A prompt whose "
+        "resident blocks hold more tokens than it has (a partial last block) panics on the usize "
+        "subtraction. Fixed upstream in d22ca5231 (#5808): the longest resident prefix, clamped."
+    ),
 }
 
 # The KV manager's events fed to the real RadixTree of ai-dynamo-runtime 1.6.1, 6 seeds x 500 random

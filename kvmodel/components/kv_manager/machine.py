@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
-from kvmodel.components.kv_manager.actions import CurrentCapacity, ProbeNewBlocks
+from kvmodel.components.kv_manager.actions import CurrentCapacity, GetPrefillCost, ProbeNewBlocks
 from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.machines import Machine, WrongError
 from kvmodel.model import errors as E
@@ -188,6 +188,8 @@ class KvManagerMachine(Machine):
         out = self._run("probe_new_blocks", ProbeNewBlocks(blocks))
         m = self.system.model
         assert out.result == sum(1 for b in blocks if b not in m.all_blocks)
+        # the prefill cost of the same blocks as a prompt of full blocks (its invariant checks it)
+        self._run("get_prefill_cost", GetPrefillCost(blocks, 16 * len(blocks)))
         self._run("current_capacity", CurrentCapacity())
 
     @rule(args=st.sampled_from(MALFORMED))

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel.components.kv_manager.actions import Process
+from kvmodel.components.kv_manager.actions import GetPrefillCost, Process
 from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.model.blocks import Deref, Destroy, FullBlock, MoveBlock, PartialBlock, Promote, UniqueBlock, Use
 from kvmodel.model.errors import InvalidInput, require_naturals
@@ -53,7 +53,17 @@ class KvSpace:
                     out.append(Promote(f"p{i}", h, parent))
         return out
 
-    def enabled(self, s: KvManagerSystem, sig: MoveBlock) -> bool:
+    def queries(self) -> list[GetPrefillCost]:
+        """The prefill-cost queries of sequences of up to ``max_batch`` distinct full blocks, each
+        with one full block's tokens per block (``block_size`` 16, the default): what
+        ``kv.prefill_cost_longest_prefix`` speaks of. A query changes no state."""
+        fulls = [FullBlock(h) for h in range(self.n_full)]
+        out = []
+        for n in range(1, self.max_batch + 1):
+            out += [GetPrefillCost(seq, 16 * n) for seq in itertools.permutations(fulls, n)]
+        return out
+
+    def enabled(self, s: KvManagerSystem, sig: MoveBlock | GetPrefillCost) -> bool:
         """The refcount bound: no count (in the model or held by callers) above max_refcount."""
         active, held, r = s.model.active, s.monitor.held, self.max_refcount
         if isinstance(sig, Use):
@@ -86,13 +96,15 @@ class KvSpace:
         return KvManagerSystem(config, list(quirks))
 
     def moves(self) -> list[Any]:
-        return list(self.actions())
+        return [*self.actions(), *self.queries()]
 
     # a move decodes to the same action in every state: the explorer decodes each once
     state_free_moves = True
 
     def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
         """(op, decoded arguments, JSON arguments) of a move, in any state ``s``."""
+        if isinstance(move, GetPrefillCost):
+            return move.op, move, move.to_json()
         return "process", Process(move), move.to_json()
 
     def allows(self, s: System, move: Any) -> bool:
@@ -158,7 +170,7 @@ class KvSpace:
 
 Sig = tuple[int, int, bool, bool, int]
 
-_TAGS = {Use: 0, Deref: 1, Destroy: 2, Promote: 3}
+_TAGS = {Use: 0, Deref: 1, Destroy: 2, Promote: 3, GetPrefillCost: 4}
 _INDEX: dict[KvSpace, dict[UniqueBlock, int]] = {}  # each block of the space -> its id
 _MOVE_FORMS: dict[KvSpace, list[tuple[int, Callable[[list[int]], Any]]]] = {}
 # per space, the move classes of each pattern of alike ids met (``KvSpace.move_classes``): at most
@@ -187,6 +199,8 @@ def _move_forms(space: KvSpace, moves: list[Any]) -> list[tuple[int, Callable[[l
                     m.hash,
                     -1 if m.parent_hash is None else m.parent_hash,
                 )
+            elif isinstance(m, GetPrefillCost):
+                ids = tuple(ix(b) for b in m.unique_blocks)
             else:
                 ids = tuple(ix(b) for b in m.blocks)
             distinct = list(dict.fromkeys(x for x in ids if x >= 0))

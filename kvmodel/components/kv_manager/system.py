@@ -33,7 +33,7 @@ class KvManagerSystem(System):
             quirks=self.quirks,
             evictor=self.config["evictor"],
         )
-        self.monitor = KvMonitor(self.model.channel)
+        self.monitor = KvMonitor(self.model.channel, self.model.block_size)
         self._pre: Before | None = None  # the Before of the current state, while the model is unchanged
 
     def decode(self, op: str, args: Any) -> Any:
@@ -78,7 +78,8 @@ class KvManagerSystem(System):
             )
         )
         # no pre-step key: the failed-operation invariant compares the Before with the model
-        ctx = StepContext(m, mon, op, signal, result, error, events, None, pre)
+        # the invariants see a ``process`` step as its signal, a query as its action
+        ctx = StepContext(m, mon, op, signal if signal is not None else action, result, error, events, None, pre)
         return Outcome(
             op,
             args_json if args_json is not None else action.to_json(),
