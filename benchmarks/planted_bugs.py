@@ -13,6 +13,9 @@ implementations written the way users write them, each checked by
 * For every bug: caught or not, the workloads generated until the first divergence
   (time-to-catch in workloads), the seconds of the whole check (generation, shrinking included)
   and the shrunk counterexample's length.
+* **Invariant mode**: the same bug checked with ``check="invariants"`` (no reference revision:
+  the component's declared invariants on the adapter's observations), so each row says which
+  mode catches it.
 * **Peer**: the same checks with the generator before issue 23 — one pick among the explorer's
   moves and the fixed queries, uniformly, 30-step workloads (reimplemented below) — in the same
   run.
@@ -131,11 +134,11 @@ def _c_binary(tmp: Path) -> Path | None:
     return exe
 
 
-def run_one(component: str, make: Any, max_steps: int | None = None) -> dict[str, Any]:
+def run_one(component: str, make: Any, max_steps: int | None = None, check: str = "equal") -> dict[str, Any]:
     adapter = make()
     t0 = time.perf_counter()
     try:
-        rep = api.check_implementation(adapter, component, step_timeout=None, max_steps=max_steps)
+        rep = api.check_implementation(adapter, component, step_timeout=None, max_steps=max_steps, check=check)
     finally:
         if hasattr(adapter, "close"):
             adapter.close()
@@ -145,6 +148,11 @@ def run_one(component: str, make: Any, max_steps: int | None = None) -> dict[str
         "seconds": round(time.perf_counter() - t0, 3),
         "shrunk_length": len(rep.ops or []) if not rep.ok else None,
         "kind": rep.divergence.what if rep.divergence else None,
+        **(
+            {"invariant": rep.divergence.model["invariant"]}
+            if rep.divergence is not None and rep.divergence.what == "invariant"
+            else {}
+        ),
     }
 
 
@@ -176,10 +184,13 @@ def main() -> int:
                 old = run_one(comp, make, max_steps=30)
             finally:
                 api._concrete = saved  # type: ignore[assignment]
-            rows.append({"implementation": impl, "component": comp, "bug": bug, "kvmodel": new, "peer": old})
+            inv = run_one(comp, make, check="invariants")
+            row = {"implementation": impl, "component": comp, "bug": bug, "kvmodel": new, "peer": old}
+            rows.append(row | {"invariant_mode": inv})
             print(
                 f"{impl:24} {comp:22} {bug:30} caught {new['caught']!s:5} after {new['workloads_to_catch']} "
-                f"workloads, shrunk to {new['shrunk_length']}; peer caught {old['caught']}",
+                f"workloads, shrunk to {new['shrunk_length']}; peer caught {old['caught']}; invariant mode "
+                f"caught {inv['caught']} ({inv.get('invariant', inv['kind'])})",
                 flush=True,
             )
     caught = sum(r["kvmodel"]["caught"] for r in rows)
@@ -197,6 +208,10 @@ def main() -> int:
         "max_shrunk_length": max((r["kvmodel"]["shrunk_length"] or 0) for r in rows),
         "seconds": round(sum(r["kvmodel"]["seconds"] for r in rows), 1),
         "peer_seconds": round(sum(r["peer"]["seconds"] for r in rows), 1),
+        # invariant mode (no reference revision: the declared invariants on the adapter's
+        # observations; the examples give no state snapshot, so only what events and returns show)
+        "invariant_mode_caught": sum(r["invariant_mode"]["caught"] for r in rows),
+        "invariant_mode_seconds": round(sum(r["invariant_mode"]["seconds"] for r in rows), 1),
         "workloads_ratio_on_bugs_both_catch": round(
             sum(r["peer"]["workloads_to_catch"] for r in both)
             / max(1, sum(r["kvmodel"]["workloads_to_catch"] for r in both)),

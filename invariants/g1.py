@@ -16,6 +16,7 @@ import attrs
 from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, counts_of, post_key
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted
+from kvmodel.model.hashing import chain_hash
 
 C = "g1_native"
 
@@ -29,6 +30,27 @@ class AnnouncedStream:
         self.faults: dict[str, str] = {}
         self.stored_with_parent = False
         self.removed = False
+
+    def lineage(self, d: Stored, name: str) -> None:
+        """Parent before child in the hash chain: the Stored's first block is the chained hash of
+        its parent and its own tokens hash (its tokens hash itself when there is no parent), and
+        each further block chains onto the one before it (``lib/llm/src/tokens.rs``: a sequence
+        hash is XXH3-64(seed 1337) of the parent's sequence hash and the block's hash, u64 LE) —
+        so the parent is the hash immediately before the first block in the sequence that
+        stored it. A batch chained to the batch's parent, or a parent that is not the block
+        before, breaks it."""
+        prev = d.parent_hash
+        for i, b in enumerate(d.blocks):
+            want = b.tokens_hash if prev is None else chain_hash(prev, b.tokens_hash)
+            if b.block_hash != want:
+                where = "its parent" if i == 0 else f"block {prev}"
+                self.faults.setdefault(
+                    name,
+                    f"Stored{[x.block_hash for x in d.blocks]} (parent {d.parent_hash}): block {b.block_hash} "
+                    f"is not the chained hash of {where} and its tokens hash {b.tokens_hash}",
+                )
+                return
+            prev = b.block_hash
 
     def copy(self) -> Self:
         """The announced counts copied; the latest step's faults and flags start empty (the
@@ -51,6 +73,7 @@ class G1Monitor(AnnouncedStream):
         for p in events:
             d = p.event.data
             if isinstance(d, Stored):
+                self.lineage(d, "g1.stored_lineage")
                 if d.parent_hash is not None:
                     self.stored_with_parent = True
                     if self.announced[d.parent_hash] <= 0:
@@ -264,6 +287,16 @@ INVARIANTS: tuple[Invariant, ...] = (
         witnesses=("g1.w.stored_with_parent",),
     ),
     Invariant(
+        "g1.stored_lineage",
+        C,
+        "stream",
+        "Lineage: a Stored's parent is the hash immediately before its first block in the sequence "
+        "that stored it, and its blocks follow one another in that sequence (each block's hash is "
+        "the chained hash of the one before and its own tokens hash).",
+        MonitorFault("g1.stored_lineage"),
+        witnesses=("g1.w.stored_with_parent",),
+    ),
+    Invariant(
         "g1.announced_matches_visible",
         C,
         "stream",
@@ -310,6 +343,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "step",
         "A destination reservation announces no more transferable tokens than its prompt has beyond the cached prefix.",
         _transferable,
+        needs=("events",),  # its returns
     ),
     Invariant(
         "g1.unknown_request_rejected",

@@ -57,6 +57,7 @@ class KvbmMonitor(AnnouncedStream):
             d = e.data
             if isinstance(d, Stored):
                 stored_seen = True
+                self.lineage(d, "kvbm.stored_lineage")
                 if d.parent_hash is not None:
                     self.stored_with_parent = True
                     if self.announced[d.parent_hash] <= 0:
@@ -381,6 +382,16 @@ INVARIANTS: tuple[Invariant, ...] = (
         witnesses=("kvbm.w.stored_with_parent",),
     ),
     Invariant(
+        "kvbm.stored_lineage",
+        C,
+        "stream",
+        "Lineage: a Stored's parent is the hash immediately before its first block in the sequence "
+        "that stored it, and its blocks follow one another in that sequence (each block's hash is "
+        "the chained hash of the one before and its own tokens hash).",
+        MonitorFault("kvbm.stored_lineage"),
+        witnesses=("kvbm.w.stored_with_parent",),
+    ),
+    Invariant(
         "kvbm.removed_only_announced",
         C,
         "stream",
@@ -402,6 +413,9 @@ INVARIANTS: tuple[Invariant, ...] = (
         "Within one Use the Removed of evicted blocks precedes the Stored of the blocks that took their slots.",
         MonitorFault("kvbm.removed_before_stored"),
         witnesses=("kvbm.w.eviction",),
+        # where each Use of an operation begins is the model's own knowledge (an operation may run
+        # several Uses): not read from an implementation's observations
+        needs=("events", "snapshot"),
     ),
     Invariant(
         "kvbm.uncached_silent",
@@ -410,6 +424,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "No event names a hash of a sequence with prefix caching off.",
         MonitorFault("kvbm.uncached_silent"),
         witnesses=("kvbm.w.uncached_block",),
+        needs=("events", "snapshot"),  # the random hashes of caching-off sequences are the state's
     ),
     Invariant(
         "kvbm.active_names_announced",

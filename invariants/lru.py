@@ -67,8 +67,13 @@ def _evicts_least_recent(ctx: StepContext) -> str | None:
 
 def _len_matches(ctx: StepContext) -> str | None:
     mon: LruMonitor = ctx.monitor
-    n = len(ctx.model)
-    return None if n == len(mon.order) else f"len() = {n} but {len(mon.order)} objects are live"
+    if ctx.model is None:  # invariant mode without a state: what a len() call answers
+        if ctx.op != "len" or ctx.error is not None:
+            return None
+        n = ctx.result
+    else:
+        n = len(ctx.model)
+    return None if n == len(mon.order) else f"len() = {n!r} but {len(mon.order)} objects are live"
 
 
 # --- lemmas: the strengthening that makes the ideal evictors 1-inductive (specs/lru.py) ---
@@ -191,6 +196,7 @@ def _make(component: str) -> tuple[Invariant, ...]:
             "evict() returns the live object inserted least recently (None when empty), and remove() reports presence.",
             _evicts_least_recent,
             witnesses=("lru.w.evict_nonempty", "lru.w.reinsert"),
+            needs=("events",),
         ),
         Invariant(
             "lru.len_matches",
@@ -199,6 +205,7 @@ def _make(component: str) -> tuple[Invariant, ...]:
             "len() equals the number of live objects.",
             _len_matches,
             witnesses=("lru.w.remove_live",),
+            needs=("events",),  # without a state: the answers of len()
         ),
         *_lemmas(component),
     )

@@ -298,6 +298,7 @@ INVARIANTS: tuple[Invariant, ...] = (
         "stream",
         "Every Register names a handle that a successful register_block created.",
         MonitorFault("reg.register_only_registered"),
+        needs=("events", "snapshot"),  # which handles a successful register_block created
     ),
     Invariant(
         "reg.rejection_no_change",

@@ -285,8 +285,10 @@ _ALL += [
         "g1_kvbm",
         "§6 #13",
         "Blocks of a sequence with prefix caching off (random hashes) are published as Stored and "
-        "Removed like any other; the native backend publishes nothing for them.",
-        ("kvbm.uncached_silent",),
+        "Removed like any other; the native backend publishes nothing for them. Their random hashes "
+        "are no chained hashes of their tokens (the Stored carries tokens hash 0), so the router is "
+        "told of a lineage no sequence has.",
+        ("kvbm.stored_lineage", "kvbm.uncached_silent"),
     ),
     Quirk(
         "stored_before_removed",

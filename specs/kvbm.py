@@ -76,6 +76,7 @@ MODELLED = frozenset(
 OBS: tuple[tuple[str, Any], ...] = (
     ("f_rb", "bool"),  # a Removed after a Stored in this step
     ("f_unc", "bool"),  # an event named an uncached hash
+    ("f_lin", "bool"),  # a Stored whose blocks are no hash chain under its parent (random hashes)
     ("f_ru", "bool"),  # a Removed named an unannounced hash
     ("f_par", "bool"),  # a Stored named a parent that is not announced
     ("f_id", "bool"),  # an event id was not the one the monitor expected
@@ -230,6 +231,7 @@ class KvbmSpec:
         ("f_unc", "kvbm.uncached_silent"),
         ("f_ru", "kvbm.removed_only_announced"),
         ("f_par", "kvbm.stored_parent_announced"),
+        ("f_lin", "kvbm.stored_lineage"),
         ("f_id", "kvbm.event_ids_consecutive"),
         ("f_atom", "kvbm.atomic_failure"),
         ("f_ord", "kvbm.failure_keeps_eviction_order"),
@@ -526,7 +528,9 @@ class KvbmSpec:
                         st.obs["f_par"] = z3.Or(st.obs["f_par"], z3.And(run, v[f"an{parent}"] <= 0))
                     for h, _ in pr.fulls[a : b + 1]:
                         if not self.cacheable[h]:
+                            # a caching-off block's random hash chains onto nothing
                             st.obs["f_unc"] = z3.Or(st.obs["f_unc"], run)
+                            st.obs["f_lin"] = z3.Or(st.obs["f_lin"], run)
                         v[f"an{h}"] = z3.If(run, v[f"an{h}"] + 1, v[f"an{h}"])
             if self.q("stored_before_removed"):
                 removed_sent = self._publish_removed(st, removed)
@@ -765,6 +769,7 @@ class KvbmSpec:
             Property("kvbm.refs_match_holders", holders),
             Property("kvbm.active_count_held", active_held),
             Property("kvbm.stored_parent_announced", flag("f_par")),
+            Property("kvbm.stored_lineage", flag("f_lin")),
             Property("kvbm.removed_only_announced", flag("f_ru")),
             Property("kvbm.event_ids_consecutive", flag("f_id")),
             Property("kvbm.removed_before_stored", flag("f_rb")),

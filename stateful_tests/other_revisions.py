@@ -173,3 +173,39 @@ class KvManagerPromoteFixed:
             self.active[full] = 1
             self.emit("Store", [body["hash"]], parent)
         return self.answer(True)
+
+
+class OneBlockPerStored:
+    """A G1 publisher that announces one block per Stored (as several upstream publishers do):
+    the ``inner`` adapter's answers with every Stored of n blocks split into n Storeds, each
+    naming the block before it as parent, and the event ids renumbered to stay consecutive. The
+    router's view is the same, so it is correct; every multi-block Stored differs from the
+    model's. ``bug="batch_parent"``: each piece names the batch's parent (a real publisher bug)."""
+
+    operations = None
+
+    def __init__(self, inner: Any, bug: str | None = None) -> None:
+        self.inner, self.bug = inner, bug
+        self.name = "one block per Stored" + (f" (bug {bug})" if bug else "")
+
+    def reset(self, config: dict[str, Any]) -> None:
+        self.inner.reset(config)
+        self.next_id = 0
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        out = dict(self.inner.step(op, args))
+        events = []
+        for e in out.get("events", []):
+            stored = e["data"].get("stored") if isinstance(e["data"], dict) else None
+            pieces = [e["data"]]
+            if stored is not None:
+                parent, pieces = stored["parent_hash"], []
+                for b in stored["blocks"]:
+                    pieces.append({"stored": {**stored, "parent_hash": parent, "blocks": [b]}})
+                    if self.bug != "batch_parent":
+                        parent = b["block_hash"]
+            for data in pieces:
+                events.append({**e, "event_id": self.next_id, "data": data})
+                self.next_id += 1
+        out["events"] = events
+        return out

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from kvmodel import show, traces
+from kvmodel import components, show, traces
 from kvmodel.api import ModelAdapter, check_implementation
+from kvmodel.invariants import for_component
+from kvmodel.model.quirks import revision
 
-from .other_revisions import KvManagerPromoteFixed
+from .other_revisions import KvManagerPromoteFixed, OneBlockPerStored
 
 FAST = {"coverage": False, "workloads": 150}
 
@@ -128,3 +130,40 @@ def test_every_invariant_declares_what_it_needs() -> None:
     for inv in catalogue():
         assert inv.needs and inv.needs <= set(NEEDS) and "events" in inv.needs, inv.name
         assert inv.to_json()["needs"] == sorted(inv.needs)
+
+
+@pytest.mark.parametrize("component", ["g1_native", "g1_kvbm"])
+def test_a_g1_publisher_of_one_block_per_stored_passes_invariants_and_a_batch_parent_bug_is_caught(
+    component: str,
+) -> None:
+    ok = check_implementation(OneBlockPerStored(ModelAdapter(component)), component, check="invariants", **FAST)
+    assert ok.verdict == "pass", ok.explain()
+    assert f"{'g1' if component == 'g1_native' else 'kvbm'}.stored_lineage" in ok.extra["invariants"]["checked"]
+    eq = check_implementation(OneBlockPerStored(ModelAdapter(component)), component, **FAST)
+    assert eq.verdict == "violation" and eq.divergence is not None and eq.divergence.what == "events"
+    bad = check_implementation(
+        OneBlockPerStored(ModelAdapter(component), "batch_parent"), component, check="invariants", **FAST
+    )
+    d = bad.divergence
+    assert d is not None and d.what == "invariant" and d.model["invariant"].endswith(".stored_lineage"), bad.explain()
+
+
+def test_the_tiered_registry_revision_passes_invariant_mode_and_fails_equality_with_the_seed() -> None:
+    tiered = ModelAdapter("kvbm_block_registry", sorted(revision("kvbm_block_registry", "e3d00b899").quirks))
+    inv = check_implementation(tiered, "kvbm_block_registry", check="invariants", accept="e3d00b899", **FAST)
+    assert inv.verdict == "pass", inv.explain()
+    eq = check_implementation(tiered, "kvbm_block_registry", quirks="faithful", **FAST)
+    assert eq.verdict == "violation"
+
+
+@pytest.mark.parametrize("component", [c.name for c in components.registered() if c.api_space is not None], ids=str)
+def test_every_component_with_a_workload_generator_has_invariant_mode(component: str) -> None:
+    ideal = check_implementation(ModelAdapter(component), component, check="invariants", **FAST)
+    assert ideal.verdict == "pass" and ideal.extra["invariants"]["checked"], ideal.explain()
+    seed = check_implementation(
+        ModelAdapter(component, "faithful"), component, check="invariants", accept="faithful", **FAST
+    )
+    assert seed.verdict == "pass", seed.explain()
+    report = ideal.extra["invariants"]
+    names = {i.name for i in for_component(component)}
+    assert set(report["checked"]) | set(report["not_checked"]) == names

@@ -105,6 +105,12 @@ def _contract() -> tuple[Any, ...]:
     return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, contract.NOTES
 
 
+def _observer(config: dict[str, Any]) -> Any:
+    from kvmodel.components.g1_observe import kvbm
+
+    return kvbm(config)
+
+
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, KVBM backend",
@@ -130,6 +136,7 @@ COMPONENT = Component(
     api_steps=60,
     vectors=_vectors,
     invariants=_invariants,
+    observer=_observer,
     manifest_worlds=_manifest,
     findings=_findings,
 )

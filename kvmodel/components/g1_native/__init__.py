@@ -130,6 +130,12 @@ def _contract() -> tuple[Any, ...]:
     return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, contract.NOTES
 
 
+def _observer(config: dict[str, Any]) -> Any:
+    from kvmodel.components.g1_observe import native
+
+    return native(config)
+
+
 COMPONENT = Component(
     name=NAME,
     title="G1 manager, native backend",
@@ -162,6 +168,7 @@ COMPONENT = Component(
     conform=(MOCKER, VLLM_POOL, VLLM_ENGINE),
     vectors=_vectors,
     invariants=_invariants,
+    observer=_observer,
     manifest_worlds=_manifest,
     findings=_findings,
 )

@@ -165,6 +165,15 @@ def _contract(name: str) -> Callable[[], tuple[Any, ...]]:
     return load
 
 
+def _observer(name: str) -> Any:
+    def make(config: dict[str, Any]) -> Any:
+        from kvmodel.components.lru.observe import LruObserver
+
+        return LruObserver(name)
+
+    return make
+
+
 def _component(name: str, title: str, universe: dict[str, Any]) -> Component:
     return Component(
         name=name,
@@ -190,6 +199,7 @@ def _component(name: str, title: str, universe: dict[str, Any]) -> Component:
         invariants=_invariants(name),
         manifest_worlds=_manifest(name),
         findings=_findings if name == WALLCLOCK else None,
+        observer=_observer(name),
     )
 
 

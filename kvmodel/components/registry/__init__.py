@@ -126,6 +126,12 @@ def _contract() -> tuple[Any, ...]:
     return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, ()
 
 
+def _observer(config: dict[str, Any]) -> Any:
+    from kvmodel.components.registry.observe import RegistryObserver
+
+    return RegistryObserver(config)
+
+
 COMPONENT = Component(
     name=NAME,
     title="KVBM block registry",
@@ -151,6 +157,7 @@ COMPONENT = Component(
     vectors=_vectors,
     mutants=_mutants,
     invariants=_invariants,
+    observer=_observer,
     manifest_worlds=_manifest,
     findings=_findings,
 )
