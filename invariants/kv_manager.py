@@ -229,6 +229,20 @@ def _never_below_zero(ctx: StepContext) -> str | None:
     return None
 
 
+def _held_release_accepted(ctx: StepContext) -> str | None:
+    if not isinstance(ctx.args, Deref | Destroy) or ctx.error is None:
+        return None
+    held = ctx.monitor.held  # a rejected step moved no reference: these are the counts before it
+    need = Counter(ctx.args.blocks)
+    if all(held.get(b, 0) >= n for b, n in need.items()):
+        what = getattr(ctx.error, "id", ctx.error)
+        return (
+            f"{type(ctx.args).__name__} of {[_b(b) for b in ctx.args.blocks]}, references the callers hold, "
+            f"was rejected ({what!r})"
+        )
+    return None
+
+
 def _resident(ctx: StepContext) -> Callable[[UniqueBlock], bool]:
     """Whether a block is resident after the step: the model's ``all_blocks`` where the state is
     known; in invariant mode without a snapshot, what the events and the references say — a full
@@ -378,6 +392,16 @@ INVARIANTS: tuple[Invariant, ...] = (
         _prefill_longest_prefix,
         witnesses=("kv.w.prefix_hit",),
         needs=("events", "router_view"),
+    ),
+    Invariant(
+        "kv.held_release_accepted",
+        C,
+        "step",
+        "A Deref or Destroy naming only references the callers hold (each block at most as often as it "
+        "is held) is accepted: the manager never loses a reference a caller still holds.",
+        _held_release_accepted,
+        witnesses=("kv.w.deref_to_zero",),
+        needs=("events",),
     ),
     Invariant(
         "kv.deref_never_below_zero",

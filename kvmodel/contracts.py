@@ -241,7 +241,12 @@ model would reject as `InvalidInput` is never generated, and a shrinking candida
 appears (a step removed that bound a name) is skipped. An adapter therefore need not validate
 its inputs before acting on them: it may act, and report what its code does. Unknown argument
 keys and unknown configuration keys are `InvalidInput` in the model (a misspelled key never
-silently takes a default)."""
+silently takes a default).
+
+A generated workload ends at a step the compared model answers with a panic *that changed its
+state* (a faithful revision's mutation before a panic: `kvmodel quirks`): Rust's engine task dies
+there, so no real run goes on from that state, and none is asked of an adapter. A rejection that
+changes nothing (every rejection of the ideal model) is an ordinary step, and the workload goes on."""
 
 
 def contract(component: str) -> dict[str, Any]:

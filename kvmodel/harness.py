@@ -50,7 +50,9 @@ POLL = 0.05  # seconds between looks at whether the child is still running
 EOF_WAIT = 1.0  # seconds a child that closed its output has to exit
 STDERR_TAIL = 2000  # characters of the child's standard error kept in a divergence
 HELLO_TIMEOUT = 30.0  # seconds for the child to start and answer hello
-RESPONSE_KEYS = frozenset({"returns", "error", "events"})
+# ``state``: the implementation's state in the model's snapshot shape, read by invariant mode
+# (docs/api.md); optional, and ignored by equality mode
+RESPONSE_KEYS = frozenset({"returns", "error", "events", "state"})
 
 
 class HarnessError(Exception):
@@ -76,12 +78,12 @@ def schema() -> dict[str, Any]:
 
 def check_response(msg: Any) -> str | None:
     """Why ``msg`` is not a step response (``None``: it is one): an object with ``returns`` or
-    ``error`` (a string), and optionally ``events`` (a list of objects), nothing else."""
+    ``error`` (a string), and optionally ``events`` (a list of objects) and ``state``, nothing else."""
     if not isinstance(msg, dict):
         return f"a response is a JSON object, got {type(msg).__name__}"
     extra = sorted(set(msg) - RESPONSE_KEYS)
     if extra:
-        return f"unknown response key {extra[0]!r:.40} (known: error, events, returns)"
+        return f"unknown response key {extra[0]!r:.40} (known: error, events, returns, state)"
     if ("returns" in msg) == ("error" in msg):
         return "a response has exactly one of 'returns' and 'error'"
     if "error" in msg and not isinstance(msg["error"], str):

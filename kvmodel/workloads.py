@@ -10,7 +10,8 @@ the KV manager's world has thousands of ``Use`` moves and one ``num_inactive_blo
 
 An odd pick looks (by a stride) for an instance the model accepts, so that workloads reach full
 pools, evictions and shared blocks; an even pick takes the instance as drawn, rejections
-included. An instance the model rejects as malformed (``InvalidInput``: a name not bound, an
+included. A step the model answers with a panic that changed its state (a faithful revision's
+mutation before a panic) ends the workload: Rust's engine does not go on from there. An instance the model rejects as malformed (``InvalidInput``: a name not bound, an
 argument of the wrong kind) is never emitted: workloads contain only inputs the real code's
 types admit, so an adapter need not validate its inputs before acting on them.
 """
@@ -103,14 +104,22 @@ def concrete(
             continue
         s = chosen[1]
         ops.append((chosen[0], chosen[2]))
+        if chosen[3]:  # a panic that left effects: Rust's task is gone, nothing follows it
+            break
     return ops
 
 
 def _instance(
     sp: Any, g: Group, s: Any, n: int, want_ok: bool, only: frozenset[str] | None = None
-) -> tuple[str, Any, Any] | None:
+) -> tuple[str, Any, Any, bool] | None:
     """An instance of group ``g`` valid in ``s`` (accepted by the model when ``want_ok``), found
-    by a stride from index ``n``: (op, the state after it, JSON arguments)."""
+    by a stride from index ``n``: (op, the state after it, JSON arguments, whether it panicked
+    after changing the state).
+
+    A step the model rejects and that changed nothing is a rejection the caller sees and goes on
+    from. A step that raised *and changed the state* is a panic that left effects (a quirk of the
+    revision: what Rust mutated before panicking); Rust's engine task dies there, so the state
+    after it is one no real run continues from, and the workload ends with that step."""
     for k in range(SEARCH):
         if g.api is not None:
             raw = g.api.args(s, random.Random(n * 1_000_003 + k))
@@ -134,7 +143,7 @@ def _instance(
         err = t.apply(op, decoded).error
         if isinstance(err, InvalidInput) or (want_ok and err is not None):
             continue
-        return op, t, args
+        return op, t, args, err is not None and t.key() != s.key()
     return None
 
 

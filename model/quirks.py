@@ -98,7 +98,7 @@ _ALL: list[Quirk] = [
         "§6 #4",
         "Promote onto an already-active hash overwrites that hash's refcount with the "
         "partial's, losing the other holders' references.",
-        ("kv.refcount_conservation",),
+        ("kv.held_release_accepted", "kv.refcount_conservation"),
     ),
     Quirk(
         "promote_leaves_inactive_copy",
@@ -106,7 +106,13 @@ _ALL: list[Quirk] = [
         "§6 #4",
         "Promote onto a hash that sits in the inactive pool leaves it there too: the "
         "block is both active and inactive.",
-        ("kv.active_inactive_disjoint", "kv.all_blocks_union", "kv.store_parent_stored", "kv.remove_only_stored"),
+        (
+            "kv.active_inactive_disjoint",
+            "kv.all_blocks_union",
+            "kv.held_release_accepted",
+            "kv.remove_only_stored",
+            "kv.store_parent_stored",
+        ),
     ),
     Quirk(
         "promote_always_stores",
@@ -128,7 +134,7 @@ _ALL: list[Quirk] = [
         "kv_manager",
         "§6 #5",
         "Destroy removes a block whatever its refcount: other holders' references are silently dropped.",
-        ("kv.refcount_conservation",),
+        ("kv.held_release_accepted", "kv.refcount_conservation"),
     ),
     Quirk(
         "destroy_mutates_before_panic",
@@ -136,7 +142,13 @@ _ALL: list[Quirk] = [
         "§6 #5",
         "Destroy walks its list in reverse and panics on the first non-active block, "
         "after removing the ones before it; their Remove is never sent.",
-        ("kv.failed_op_no_trace", "kv.refcount_conservation", "kv.router_view_matches_resident", "kv.store_only_new"),
+        (
+            "kv.failed_op_no_trace",
+            "kv.held_release_accepted",
+            "kv.refcount_conservation",
+            "kv.router_view_matches_resident",
+            "kv.store_only_new",
+        ),
     ),
     Quirk(
         "deref_ignores_unknown",

@@ -69,6 +69,7 @@ FLAGS = (
     "kv.store_lineage",
     "kv.failed_op_no_trace",
     "kv.deref_never_below_zero",
+    "kv.held_release_accepted",
 )
 
 
@@ -321,6 +322,16 @@ class KvManagerSpec:
             ]
         return held
 
+    def _held_refused(self, s: State, failed: Any, n: Any, blk: list[Any]) -> Any:
+        """``kv.held_release_accepted``: a Deref or Destroy that failed though every block it
+        lists is held by the callers at least as often as listed."""
+        held, B = self._held(s), self.u.max_batch
+        ok = []
+        for j in range(B):
+            cnt = z3.Sum([z3.If(z3.And(k < n, blk[k] == blk[j]), self.num(1), self.num(0)) for k in range(B)])
+            ok.append(z3.Implies(j < n, cnt <= _sel(held, blk[j])))
+        return z3.And(failed, *ok)
+
     def _view(self, s: State) -> list[Any]:
         return [s[f"V{h}"] for h in range(self.u.n_full)]
 
@@ -487,7 +498,8 @@ class KvManagerSpec:
         final = m if self.q("destroy_mutates_before_panic") else pre.choose(failed, m)
         post = self._observe(
             s, pre, final, err=err, ret=_b(True), nev=nev, view=view, held=held,
-            faults={"kv.remove_only_stored": fault}, failed=failed,
+            faults={"kv.remove_only_stored": fault, "kv.held_release_accepted": self._held_refused(s, failed, n, blk)},
+            failed=failed,
         )  # fmt: skip
         return guard, post
 
@@ -539,7 +551,11 @@ class KvManagerSpec:
         final = pre.choose(failed, m) if atomic else m
         post = self._observe(
             s, pre, final, err=err, ret=_b(True), nev=self.num(0), view=self._view(s), held=held,
-            faults={"kv.deref_never_below_zero": z3.And(z3.Not(failed), z3.Or(below))}, failed=failed,
+            faults={
+                "kv.deref_never_below_zero": z3.And(z3.Not(failed), z3.Or(below)),
+                "kv.held_release_accepted": self._held_refused(s, failed, n, blk),
+            },
+            failed=failed,
         )  # fmt: skip
         return guard, post
 
@@ -639,6 +655,7 @@ class KvManagerSpec:
             Property("kv.store_lineage", lambda s: z3.Not(s[flag("kv.store_lineage")])),
             Property("kv.failed_op_no_trace", lambda s: z3.Not(s[flag("kv.failed_op_no_trace")])),
             Property("kv.deref_never_below_zero", lambda s: z3.Not(s[flag("kv.deref_never_below_zero")])),
+            Property("kv.held_release_accepted", lambda s: z3.Not(s[flag("kv.held_release_accepted")])),
         ]
         return tuple(props) + LEMMAS(self)
 

@@ -251,3 +251,28 @@ responses = st.dictionaries(st.sampled_from(["returns", "error", "events", "extr
 @given(st.one_of(responses, json_values))
 def test_the_client_accepts_exactly_the_step_responses_of_the_schema(msg: Any) -> None:
     assert (harness.check_response(msg) is None) == _validator("step_response").is_valid(msg)
+
+
+def test_invariant_mode_through_the_harness(lru_c: Path, tmp_path: Path) -> None:
+    """``--check invariants`` over the harness: the correct C evictor passes and its planted bug
+    breaks the LRU invariant (no reference revision); a served implementation of another
+    revision passes invariant mode and fails equality; the report lists what was checked."""
+    good = conform("--component", "lru_evictor_counter", "--check", "invariants", "--json", "--", str(lru_c))
+    assert good.returncode == 0, good.stderr
+    rep = json.loads(good.stdout)
+    assert rep["check"] == "invariants" and "lru.evicts_least_recent" in rep["invariants"]["checked"]
+    bad = conform(
+        "--component", "lru_evictor_counter", "--check", "invariants", "--json", "--out", str(tmp_path),
+        "--", str(lru_c), "--bug", "evict_newest",
+    )  # fmt: skip
+    assert bad.returncode == 1, bad.stderr
+    d = json.loads(bad.stdout)["first_divergence"]
+    assert d["what"] == "invariant" and d["model"]["invariant"] == "lru.evicts_least_recent"
+    other = str(ROOT / "stateful_tests/other_revisions.py") + ":KvManagerPromoteFixed"
+    args = ["--component", "kv_manager", "--workloads", "60", "--json"]
+    inv = conform(*args, "--check", "invariants", "--", *SERVE, "--adapter", other)
+    assert inv.returncode == 0, inv.stderr
+    eq = conform(*args, "--", *SERVE, "--adapter", other)
+    assert eq.returncode == 1 and json.loads(eq.stdout)["first_divergence"]["what"] == "events"
+    refused = conform("--component", "kv_manager", "--accept", "faithful", "--", *SERVE, "--adapter", other)
+    assert refused.returncode == 2 and "--accept goes with" in refused.stderr

@@ -132,3 +132,33 @@ def test_a_run_that_compared_nothing_is_not_a_pass() -> None:
     rep = api.DiffReport("x", "kv_manager", {}, [], workloads=3, steps=0)
     assert rep.ok and rep.verdict == "inconclusive"
     assert api.DiffReport("x", "kv_manager", {}, [], workloads=3, steps=5).verdict == "pass"
+
+
+@pytest.mark.parametrize("component", ["kv_manager", "g1_native", "g1_kvbm"])
+def test_a_generated_workload_ends_at_a_panic_that_changed_the_state(component: str) -> None:
+    """Rust's engine task dies at a panic: no workload goes on from a state a panic left changed
+    (a faithful revision's mutation before panicking), and a rejection that changed nothing is an
+    ordinary step."""
+    import random
+
+    from kvmodel.model.quirks import faithful
+    from kvmodel.systems import make_system
+
+    q = sorted(faithful(component))
+    sp = api.workload_space(component)
+    cfg = dict(make_system(component, {}, q).config)
+    rnd = random.Random(0)
+    ended, went_on = 0, 0
+    for _ in range(150):
+        picks = [rnd.randrange(10_000) for _ in range(40)]
+        ops = api._concrete(component, cfg, q, picks, sp)
+        s = make_system(component, cfg, q)
+        for i, (op, args) in enumerate(ops):
+            before = s.key()
+            out = s.step(op, args)
+            if out.error is not None and s.key() != before:
+                assert i == len(ops) - 1, (component, ops[: i + 2])
+                ended += 1
+            elif out.error is not None and i < len(ops) - 1:
+                went_on += 1
+    assert ended > 0 and went_on > 0  # both kinds occur in these workloads

@@ -95,8 +95,9 @@ NOTES: tuple[str, ...] = (
     "mutated before the panic (cached copies, published events, released references); the request "
     "bookkeeping, the request's `ActiveSequence` included, is as before the step. That is a "
     "convention: Rust changes the sequence first (`promote_computed_tail`, a pushed token) and its "
-    "process then dies, so no later step exists there; a generated workload goes on after a panic, "
-    "and a port must restore its request's sequence (not the manager) to agree. An `InvalidInput` "
+    "process then dies, so no later step exists there, and a generated workload ends at such a panic "
+    "(see Validation order); a trace written by hand that goes on agrees only with a port that "
+    "restores its request's sequence (not the manager). An `InvalidInput` "
     "answer (an input outside the world's preconditions, checked before anything moves) changes "
     "nothing.",
 )
