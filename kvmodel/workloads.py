@@ -11,9 +11,10 @@ the KV manager's world has thousands of ``Use`` moves and one ``num_inactive_blo
 An odd pick looks (by a stride) for an instance the model accepts, so that workloads reach full
 pools, evictions and shared blocks; an even pick takes the instance as drawn, rejections
 included. A step the model answers with a panic that changed its state (a faithful revision's
-mutation before a panic) ends the workload: Rust's engine does not go on from there. An instance the model rejects as malformed (``InvalidInput``: a name not bound, an
-argument of the wrong kind) is never emitted: workloads contain only inputs the real code's
-types admit, so an adapter need not validate its inputs before acting on them.
+mutation before a panic) ends the workload: Rust's engine does not go on from there. An instance
+the model rejects as malformed (``InvalidInput``: a name not bound, an argument of the wrong kind)
+is never emitted: workloads contain only inputs the real code's types admit, so an adapter need
+not validate its inputs before acting on them.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def concrete(
     for pick in picks:
         want_ok = bool(pick & 1)
         n = (pick >> 1) // len(gs)
-        chosen: tuple[str, Any, Any] | None = None
+        chosen: tuple[str, Any, Any, bool] | None = None
         # the drawn group first; when nothing of it applies here, the others in a scattered
         # order (a prime stride longer than the list), so no group inherits a disabled one's share
         for j in range(len(gs)):

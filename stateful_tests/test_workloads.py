@@ -134,7 +134,7 @@ def test_a_run_that_compared_nothing_is_not_a_pass() -> None:
     assert api.DiffReport("x", "kv_manager", {}, [], workloads=3, steps=5).verdict == "pass"
 
 
-@pytest.mark.parametrize("component", ["kv_manager", "g1_native", "g1_kvbm"])
+@pytest.mark.parametrize("component", ["kv_manager", "g1_kvbm"])
 def test_a_generated_workload_ends_at_a_panic_that_changed_the_state(component: str) -> None:
     """Rust's engine task dies at a panic: no workload goes on from a state a panic left changed
     (a faithful revision's mutation before panicking), and a rejection that changed nothing is an
