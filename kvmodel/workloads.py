@@ -146,8 +146,3 @@ def _instance(
             continue
         return op, t, args, err is not None and t.key() != s.key()
     return None
-
-
-def group_names(sp: Any, extra: Sequence[ApiOp]) -> list[str]:
-    """The distinct group names, in order (what a default run must exercise)."""
-    return list(dict.fromkeys(g.name for g in groups(sp, extra)))

@@ -34,6 +34,23 @@ def test_a_crafted_schedule_matches_event_for_event() -> None:
     assert model.cached == real.cached == [0, 8, 8, 0]
 
 
+def test_the_real_streams_lineage_is_checked_as_an_invariant() -> None:
+    """Every Stored of the real mocker chains under its parent; one re-parented to its batch's
+    parent (a real publisher bug) or to nothing is reported as ``lineage``, before equality."""
+    w = mk.Workload([list(range(10)), [*range(8), 50, 51, 52]], [3, 1], 4, 6)
+    real = mk.real_run(w)
+    flat = [list(e) for e in mk.flatten(real.events)]
+    stored = [e for e in flat if e[1] == "stored" and len(e[2]) > 1]
+    assert stored and all(mk.lineage_fault(e) is None for e in flat)
+    obs = {"late": False, "stalled": False, "events": flat, "cached": []}
+    assert mk.compare_runs("run", {}, obs, obs, {}) is None
+    bad = [list(e) for e in flat]
+    i = next(k for k, e in enumerate(bad) if e[1] == "stored" and e[4] is not None)
+    bad[i][4] = None  # the Stored names no parent
+    d = mk.compare_runs("run", {}, obs, {**obs, "events": bad}, {})
+    assert d is not None and d[0] == "lineage" and d[2]["index"] == i
+
+
 def test_generated_schedules_do_not_diverge() -> None:
     rep = mk.run(workloads=300, seed=3)
     assert rep.divergences == 0, rep.to_json()

@@ -516,12 +516,38 @@ class ModelMocker:
         return _observation(model_run(workload(self.config, args), self.generated))
 
 
+def lineage_fault(event: Sequence[Any]) -> str | None:
+    """Why a flattened Stored event breaks lineage, else ``None``: its first block must be the
+    chained hash of its parent and its own tokens hash (its tokens hash alone without a parent),
+    each further block chained onto the one before (``lib/llm/src/tokens.rs``, XXH3 seed 1337) —
+    the parent is the hash just before the first block in the sequence that stored it."""
+    if len(event) < 5 or event[1] != "stored":
+        return None
+    _, _, blocks, tokens, parent = event
+    prev = parent
+    for b, t in zip(blocks, tokens, strict=True):
+        want = t if prev is None else chain_hash(prev, t, DEFAULT_SALT)
+        if b != want:
+            return f"block {b} is not the chained hash of {prev} and tokens hash {t}"
+        prev = b
+    return None
+
+
 def compare_runs(op: str, args: Any, model: dict[str, Any], real: Any, memo: dict[str, Any]) -> Difference | None:
     """The first difference of two runs: a real group finishing after the next one arrived
-    (``timing``: the harness's assumption broke), stalls, then the flattened event streams, then
-    the per-request cached tokens."""
+    (``timing``: the harness's assumption broke), a real Stored that breaks lineage (an
+    invariant of every event stream, whatever the model says), stalls, then the flattened event
+    streams, then the per-request cached tokens."""
     if real["late"]:
         return ("timing", "groups finish before the next arrives", "a group ran late")
+    for i, y in enumerate(real["events"]):
+        why = lineage_fault(y)
+        if why is not None:
+            return (
+                "lineage",
+                {"index": i, "invariant": "a Stored's parent is the block before it"},
+                {"index": i, "event": y, "why": why},
+            )
     if model["stalled"] or real["stalled"]:
         return ("stall", model["stalled"], real["stalled"]) if model["stalled"] != real["stalled"] else None
     a, b = model["events"], real["events"]
