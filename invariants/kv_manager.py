@@ -180,6 +180,13 @@ def _conservation(ctx: StepContext) -> str | None:
 
 
 def _lineage(ctx: StepContext) -> str | None:
+    if isinstance(ctx.args, Promote):  # its Store names the promoted hash under the Promote's parent
+        p = ctx.args
+        for ev in ctx.events:
+            if isinstance(ev, Store) and (ev.blocks != (p.hash,) or ev.parent_hash != p.parent_hash):
+                what = f"Promote of {p.uuid} to {p.hash} (parent {p.parent_hash})"
+                return f"{what} stored {list(ev.blocks)} under {ev.parent_hash}"
+        return None
     if not isinstance(ctx.args, Use):
         return None
     blocks = ctx.args.blocks
@@ -369,7 +376,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         C,
         "step",
         "Each Store of a Use is a contiguous run of the Use's new full blocks whose parent is "
-        "the block just before the run (None at the start).",
+        "the block just before the run (None at the start); a Promote's Store names the promoted "
+        "hash under the Promote's parent.",
         _lineage,
         witnesses=("kv.w.store_with_parent",),
         needs=("events", "router_view"),

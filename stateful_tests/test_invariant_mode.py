@@ -167,3 +167,19 @@ def test_every_component_with_a_workload_generator_has_invariant_mode(component:
     report = ideal.extra["invariants"]
     names = {i.name for i in for_component(component)}
     assert set(report["checked"]) | set(report["not_checked"]) == names
+
+
+def test_a_promotes_store_is_held_to_the_promotes_parent() -> None:
+    """``kv.store_lineage`` covers a Promote's Store: the example pool's bug that stores a promoted
+    block without its parent is caught with no reference revision."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("my_kv_manager_inv", root / "examples" / "my_kv_manager.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rep = check_implementation(mod.MyAdapter("promote_store_without_parent"), "kv_manager", check="invariants", **FAST)
+    d = rep.divergence
+    assert d is not None and d.what == "invariant" and d.model["invariant"] == "kv.store_lineage", rep.explain()
+    assert d.op == "process" and "Promote" in d.args and rep.ops is not None and len(rep.ops) <= 3
