@@ -78,6 +78,16 @@ def error_of(observation: dict[str, Any]) -> ObservedError | None:
     return None if e is None else ObservedError(e)
 
 
+def answer(observation: dict[str, Any]) -> tuple[ObservedError | None, Any, list[Any]]:
+    """What every observer reads of an answer: its rejection (else ``None``), its ``returns``
+    (``None`` when rejected) and its ``events`` as a list (:class:`Malformed` if not a list)."""
+    error = error_of(observation)
+    raw = observation.get("events", [])
+    if not isinstance(raw, list):
+        raise Malformed(f"events must be a list, got {raw!r:.120}")
+    return error, None if error is not None else observation.get("returns"), raw
+
+
 @attrs.define
 class Tally:
     """What invariant mode saw over a run's generated workloads: the invariants evaluated at least

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kvmodel.actions import Actions
-from kvmodel.invariant_mode import Malformed, error_of
+from kvmodel.invariant_mode import Malformed, answer
 from kvmodel.invariants import StepContext
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import event_from_json
@@ -41,9 +41,8 @@ class G1Observer:
 
     def step(self, op: str, args: Any, observation: dict[str, Any]) -> StepContext:
         action = self.actions.decode(op, args)
-        error = error_of(observation)
-        result = None if error is not None else observation.get("returns")
-        events = published(observation.get("events", []))
+        error, result, raw = answer(observation)
+        events = published(raw)
         self.feed(self.monitor, events)
         return StepContext(None, self.monitor, op, action, result, error, events, None, None)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvmodel.components.kv_manager.actions import ACTIONS, Process
-from kvmodel.invariant_mode import Malformed, error_of
+from kvmodel.invariant_mode import Malformed, answer
 from kvmodel.invariants import StepContext
 from kvmodel.invariants.kv_manager import Before, KvMonitor
 from kvmodel.model.blocks import Remove, Store
@@ -55,11 +55,7 @@ class KvObserver:
     def step(self, op: str, args: Any, observation: dict[str, Any]) -> StepContext:
         action = ACTIONS.decode(op, args)  # the workload's own arguments: they decode
         signal = action.signal if isinstance(action, Process) else None
-        error = error_of(observation)
-        result = None if error is not None else observation.get("returns")
-        raw = observation.get("events", [])
-        if not isinstance(raw, list):
-            raise Malformed(f"events must be a list, got {raw!r:.120}")
+        error, result, raw = answer(observation)
         events = [_event(e) for e in raw]
         held = dict(self.monitor.held)
         self.monitor.observe(signal, result, error, events)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvmodel.components.lru.actions import ACTIONS
-from kvmodel.invariant_mode import error_of
+from kvmodel.invariant_mode import answer
 from kvmodel.invariants import StepContext
 from kvmodel.invariants.lru import Before, LruMonitor
 
@@ -21,8 +21,7 @@ class LruObserver:
 
     def step(self, op: str, args: Any, observation: dict[str, Any]) -> StepContext:
         action = self.actions.decode(op, {} if args is None else args)
-        error = error_of(observation)
-        result = None if error is not None else observation.get("returns")
+        error, result, _ = answer(observation)
         pre = Before(frozenset(self.monitor.order))
         self.monitor.observe(op, getattr(action, "object", None), result, error)
         return StepContext(None, self.monitor, op, action, result, error, [], None, pre)

@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from kvmodel.components.registry.actions import ACTIONS
-from kvmodel.invariant_mode import Malformed, error_of
+from kvmodel.invariant_mode import Malformed, answer
 from kvmodel.invariants import StepContext
 from kvmodel.invariants.registry import RegMonitor
 from kvmodel.model.registry import RegEvent
@@ -52,11 +52,7 @@ class RegistryObserver:
 
     def step(self, op: str, args: Any, observation: dict[str, Any]) -> StepContext:
         action = ACTIONS.decode(op, args)
-        error = error_of(observation)
-        result = None if error is not None else observation.get("returns")
-        raw = observation.get("events", [])
-        if not isinstance(raw, list):
-            raise Malformed(f"events must be a list, got {raw!r:.120}")
+        error, result, raw = answer(observation)
         events = [event(e) for e in raw]
         self.monitor.observe(_NoState(), events)  # type: ignore[arg-type]
         return StepContext(None, self.monitor, op, action, result, error, events, None, None)
