@@ -26,8 +26,10 @@ Kind = Literal["state", "stream", "step"]
 # the implementation's ``returns`` / ``error`` / ``events``, and the component monitor's ghost
 # bookkeeping over them; ``snapshot`` — the implementation's state before and after the step,
 # in the shape of the model's ``snapshot()`` (an observation's ``state``); ``router_view`` —
-# an event stream to the router (the KV manager's ``channel``).
-NEEDS = ("events", "snapshot", "router_view")
+# an event stream to the router (the KV manager's ``channel``); ``dump`` — an indexer's content
+# (its answer to ``dump_tree``, or a state's ``content``); ``tree`` — an indexer's lookup tables
+# and retained nodes (a state's ``lookup`` and ``dead_nodes``).
+NEEDS = ("events", "snapshot", "router_view", "dump", "tree")
 
 
 def _needs(v: Iterable[str]) -> frozenset[str]:

@@ -41,6 +41,9 @@ NEED_TEXT = {
     "the model's snapshot() (docs/contracts.md)",
     "router_view": "an event stream to the router (the configuration's `channel`)",
     "events": "its events",
+    "dump": "the tree's content: answers to `dump_tree`, or each observation's `state.content` (docs/contracts.md)",
+    "tree": "its lookup tables and retained nodes: each observation's `state.lookup` and `state.dead_nodes` "
+    "(docs/contracts.md)",
 }
 
 

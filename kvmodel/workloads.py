@@ -144,5 +144,8 @@ def _instance(
         err = t.apply(op, decoded).error
         if isinstance(err, InvalidInput) or (want_ok and err is not None):
             continue
-        return op, t, args, err is not None and t.key() != s.key()
+        # a rejection that is a returned ``Err`` (``returned``: the router's event errors) is
+        # gone on from even when it changed the state, as the Rust caller does
+        halts = err is not None and not getattr(err, "returned", False) and t.key() != s.key()
+        return op, t, args, halts
     return None

@@ -350,6 +350,44 @@ _ALL += [
         "A Deref naming a block that is not active panics there, with the blocks listed before it already released.",
         ("kvbm.refs_match_holders", "kvbm.rejection_no_trace"),
     ),
+    # --- the router's indexer (lib/kv-router/src/indexer/radix_tree.rs) -----------------
+    Quirk(
+        "compressed_tree_1_6_1",
+        "kv_router_radix_tree",
+        "§4 RTREE; docs/router.md",
+        "The compressed radix tree of the ai-dynamo-runtime 1.6.1 binary, whole: a node whose workers all "
+        "left loses its children (other workers' blocks below it vanish, their lookup entries stay); a "
+        "removal inside an edge uncovers the rest of it for that worker; a block joins the node of its "
+        "tokens hash whatever its block hash; a worker that removed a shared ancestor stays listed below it; "
+        "a Stored repeating a hash of its batch or naming a descendant as parent is applied. Its oddities "
+        "live in one edge representation, so they switch together.",
+        (
+            "router.rejections_as_documented",
+            "router.scores_longest_chain",
+            "router.content_matches_stream",
+            "router.acyclic",
+            "router.lookup_matches_content",
+            "router.no_dead_nodes",
+        ),
+    ),
+    Quirk(
+        "per_block_tree_4276866",
+        "kv_router_radix_tree",
+        "§4 RTREE (4276866)",
+        "The per-block radix tree of commit 4276866 (the unit-test vectors' revision), whole: a Stored "
+        "listing a block under itself inserts the self edge before failing; Cleared clears every dp_rank "
+        "of the worker; a node whose workers all left loses its children and stays attached; a worker's "
+        "node for a hash Stored again under another parent is hung there too; a block joins the node of "
+        "its tokens hash whatever its block hash. (Ignored when compressed_tree_1_6_1 is on.)",
+        (
+            "router.rejections_as_documented",
+            "router.scores_longest_chain",
+            "router.content_matches_stream",
+            "router.acyclic",
+            "router.lookup_matches_content",
+            "router.no_dead_nodes",
+        ),
+    ),
 ]
 
 QUIRKS: dict[str, Quirk] = {q.name: q for q in _ALL}
@@ -596,7 +634,7 @@ _REVISIONS: list[Revision] = [
     _rev(
         "1.6.1",
         "kv_router_radix_tree",
-        [],
+        ["compressed_tree_1_6_1"],
         "lib/kv-router/src/indexer/radix_tree.rs and compressed_radix.rs as built into ai-dynamo-runtime 1.6.1",
         "the compressed radix tree the real RadixTree of the 1.6.1 wheel runs",
         default=True,
@@ -608,6 +646,14 @@ _REVISIONS: list[Revision] = [
                 note="the KV event structs (RouterEvent, KvCacheEvent)",
             ),
         ),
+    ),
+    _rev(
+        "4276866",
+        "kv_router_radix_tree",
+        ["per_block_tree_4276866"],
+        "lib/kv-router/src/radix_tree.rs at commit 4276866",
+        "the per-block radix tree the unit-test vectors come from",
+        files=(Pin("lib/kv-router/src/radix_tree.rs", commit="4276866", note="RadixTree, one node per block"),),
     ),
 ]
 

@@ -64,6 +64,25 @@ class InvalidBlockSequence(ModelError):
     id = "InvalidBlockSequence"
 
 
+# the event errors are ``Result::Err`` values the caller handles and goes on from, not panics
+ParentBlockNotFound.returned = BlockNotFound.returned = InvalidBlockSequence.returned = True  # type: ignore[attr-defined]
+
+
+class TreeTaskPanicked(ModelError):
+    """The 1.6.1 tree's background task panicked on this request (``split_node``,
+    ``lib/kv-router/src/indexer/radix_tree.rs:566``: ``Option::unwrap()`` on the lookup table of a
+    worker still listed on the edge being split, whose table a Cleared or a removal dropped); the
+    Python binding answers "RadixTree request was cancelled"."""
+
+    id = "RadixTree request was cancelled"
+
+
+class TreeTaskGone(ModelError):
+    """Every call after the background task panicked: "RadixTree background task has shut down"."""
+
+    id = "RadixTree background task has shut down"
+
+
 @attrs.define
 class Node:
     tokens_hash: int | None
@@ -89,8 +108,15 @@ class _WorkerOps:
     def _cleared(self, w: Worker) -> None:
         raise NotImplementedError
 
+    gone = False  # the 1.6.1 tree's background task panicked: every later call fails
+
+    def _alive(self) -> None:
+        if self.gone:
+            raise TreeTaskGone("an earlier request panicked the tree's task")
+
     def apply_event(self, worker_id: int, event: KvCacheEvent) -> None:
         """Apply one event of ``worker_id``; raises the event's error after any partial effect."""
+        self._alive()
         w: Worker = (worker_id, event.dp_rank)
         self.lookup.setdefault(w, {})  # created even if the event then fails
         data = event.data
@@ -105,11 +131,13 @@ class _WorkerOps:
 
     def clear_all_blocks(self, worker_id: int) -> None:
         """Every dp_rank of ``worker_id`` loses its blocks; the lookup entries stay (empty)."""
+        self._alive()
         for w in sorted(k for k in self.lookup if k[0] == worker_id):
             self._clear(w, keep_entry=True)
 
     def remove_worker(self, worker_id: int) -> None:
         """Every dp_rank of ``worker_id`` loses its blocks and its lookup entry."""
+        self._alive()
         for w in sorted(k for k in self.lookup if k[0] == worker_id):
             self._clear(w, keep_entry=False)
 
@@ -191,6 +219,7 @@ class RadixTree(_WorkerOps):
     def find_matches(self, local_hashes: list[int], early_exit: bool = False) -> dict[Worker, int]:
         """Walk the root's children by local hash; a worker scores the depth of the deepest
         node it holds with every node above it on the path."""
+        self._alive()
         scores: dict[Worker, int] = {}
         cur, depth = 0, 0
         active: set[Worker] | None = None
@@ -313,6 +342,7 @@ class CompressedRadixTree(_WorkerOps):
             Edge(list(n.edge), set(n.full), dict(n.cut), dict(n.children), n.internal, dict(n.pos)) for n in self.nodes
         ]
         c.lookup = {w: dict(t) for w, t in self.lookup.items()}
+        c.gone = self.gone
         return c
 
     def _new(self, blocks: Sequence[StoredBlock], w: Worker) -> int:
@@ -415,6 +445,11 @@ class CompressedRadixTree(_WorkerOps):
     def _split(self, node: int, pos: int) -> None:
         """Cut the edge at ``pos``: the suffix becomes the only child of the prefix."""
         n = self.nodes[node]
+        moved = {*n.full, *(w for w, k in n.cut.items() if k > pos)}  # the workers the suffix keeps
+        stale = sorted(w for w in moved if w not in self.lookup)
+        if stale:  # the real split unwraps each listed worker's lookup table
+            self.gone = True
+            raise TreeTaskPanicked(f"split_node: worker {stale[0]} is listed on the edge but has no lookup table")
         suffix_edge = n.edge[pos:]
         n.edge = n.edge[:pos]
         for _, h in suffix_edge:
@@ -507,6 +542,7 @@ class CompressedRadixTree(_WorkerOps):
 
     def find_matches(self, local_hashes: list[int], early_exit: bool = False) -> dict[Worker, int]:
         """Walk edges from the root; a worker scores how far along the walk it covers."""
+        self._alive()
         scores: dict[Worker, int] = {}
         if not local_hashes:
             return scores
@@ -565,7 +601,161 @@ class CompressedRadixTree(_WorkerOps):
         return {"lookup_len": len(self.lookup), "lookup_size": {w: len(t) for w, t in self.lookup.items()}}
 
 
+# ----------------------------------------------------------------------------- ideal
+
+
+class RouterIndex(_WorkerOps):
+    """The ideal indexer: what a radix tree is meant to hold, with no tree to get wrong. Each
+    worker ``(worker_id, dp_rank)`` has its blocks, ``block_hash -> (parent block hash or None,
+    tokens_hash)``, as the accepted Stored events minus the Removed ones, hash by hash.
+
+    * Stored: rejected whole, nothing changed, with ``InvalidBlockSequence`` when a block would
+      be its own ancestor (it names its parent, repeats a hash of the batch, or is an ancestor of
+      the parent: both revisions reject the first only) and else with ``ParentBlockNotFound``
+      when the worker does not hold the parent; otherwise every block is the worker's, under the
+      block before it (a hash stored again moves under its new parent).
+    * Removed: every named hash the worker holds goes; ``BlockNotFound`` afterwards if any was not
+      held (as both revisions do). The worker's other blocks stay, under parents it may no
+      longer hold (they are no longer reachable from the root for it).
+    * Cleared: the event's ``(worker_id, dp_rank)`` only (as 1.6.1); ``clear_all_blocks`` and
+      ``remove_worker``: every dp_rank of the worker.
+    * ``find_matches``: a worker scores the longest chain of its blocks from the root whose
+      tokens hashes are the query's prefix (no entry at 0); with ``early_exit`` the walk stops at
+      the first depth where one worker alone is left, which scores that depth.
+    """
+
+    revision = "ideal"
+
+    def __init__(self) -> None:
+        self.lookup: dict[Worker, dict[int, tuple[int | None, int]]] = {}  # type: ignore[assignment]
+
+    def clone(self) -> RouterIndex:
+        c = RouterIndex()
+        c.lookup = {w: dict(t) for w, t in self.lookup.items()}
+        return c
+
+    def _cleared(self, w: Worker) -> None:
+        self._clear(w, keep_entry=False)
+
+    def _clear(self, w: Worker, keep_entry: bool) -> None:
+        self.lookup.pop(w, None)
+        if keep_entry:
+            self.lookup[w] = {}
+
+    def _ancestors(self, table: dict[int, tuple[int | None, int]], h: int | None) -> set[int]:
+        out: set[int] = set()
+        while h is not None and h not in out:
+            out.add(h)
+            entry = table.get(h)
+            h = None if entry is None else entry[0]
+        return out
+
+    def _stored(self, w: Worker, data: Stored) -> None:
+        table = self.lookup[w]
+        hashes = [b.block_hash for b in data.blocks]
+        parent = data.parent_hash
+        if len(set(hashes)) != len(hashes) or (parent is not None and parent in hashes):
+            raise InvalidBlockSequence(f"store repeats a hash or lists its parent {parent} among {hashes}")
+        if parent is not None and parent not in table:
+            raise ParentBlockNotFound(f"parent {parent} unknown for worker {w}")
+        if self._ancestors(table, parent) & set(hashes):
+            raise InvalidBlockSequence(f"store under {parent} would make one of {hashes} its own ancestor")
+        prev = parent
+        for b in data.blocks:
+            table[b.block_hash] = (prev, b.tokens_hash)
+            prev = b.block_hash
+
+    def _removed(self, w: Worker, data: Removed) -> None:
+        table = self.lookup[w]
+        missing = [h for h in data.block_hashes if table.pop(h, None) is None]
+        if missing:
+            raise BlockNotFound(f"blocks {missing} unknown for worker {w}")
+
+    def chain(self, w: Worker, local_hashes: Sequence[int]) -> int:
+        """The longest chain of ``w``'s blocks from the root along ``local_hashes``."""
+        table = self.lookup.get(w, {})
+        kids: dict[int | None, list[tuple[int, int]]] = {}
+        for h, (p, t) in table.items():
+            kids.setdefault(p, []).append((h, t))
+        best = 0
+        frontier: list[int | None] = [None]
+        for depth, want in enumerate(local_hashes):
+            frontier = [h for p in frontier for h, t in kids.get(p, ()) if t == want]
+            if not frontier:
+                break
+            best = depth + 1
+        return best
+
+    def find_matches(self, local_hashes: list[int], early_exit: bool = False) -> dict[Worker, int]:
+        chains = {w: self.chain(w, local_hashes) for w in sorted(self.lookup)}
+        scores = {w: c for w, c in chains.items() if c > 0}
+        if early_exit:
+            for d in range(1, len(local_hashes) + 1):
+                alive = [w for w, c in scores.items() if c >= d]
+                if len(alive) <= 1:
+                    if alive:
+                        scores[alive[0]] = d
+                    break
+        return scores
+
+    def content(self) -> dict[Worker, list[tuple[int | None, int, int]]]:
+        return {
+            w: sorted(((p, h, t) for h, (p, t) in table.items()), key=_triple_key)
+            for w, table in sorted(self.lookup.items())
+            if table
+        }
+
+    def inspect(self) -> dict[str, Any]:
+        return {"lookup_len": len(self.lookup), "lookup_size": {w: len(t) for w, t in self.lookup.items()}}
+
+
 AnyTree = RadixTree | CompressedRadixTree
+AnyIndex = RadixTree | CompressedRadixTree | RouterIndex
+
+
+def dead_nodes(tree: AnyIndex) -> int:
+    """Nodes reachable from the root that hold no worker and have no descendant that does (the
+    per-block tree of 4276866 keeps a node whose last worker left attached to its parent; the
+    compressed tree prunes on the walk, not on removal). The ideal index has no nodes: 0."""
+    if isinstance(tree, RouterIndex):
+        return 0
+    nodes: list[Any] = tree.nodes
+    seen: set[int] = set()
+    stack = list(nodes[0].children.values())
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(nodes[n].children.values())
+    live = {n for n in seen if (nodes[n].workers if isinstance(tree, RadixTree) else nodes[n].has_workers())}
+    grew = True
+    while grew:
+        grew = False
+        for n in seen - live:
+            if any(c in live for c in nodes[n].children.values()):
+                live.add(n)
+                grew = True
+    return len(seen - live)
+
+
+def lookup_hashes(tree: AnyIndex) -> dict[Worker, list[int]]:
+    """Each worker's lookup table, as the sorted block hashes it maps (what a per-worker size counts)."""
+    tables: dict[Worker, dict[int, Any]] = tree.lookup
+    return {w: sorted(t) for w, t in sorted(tables.items()) if t}
+
+
+COMPRESSED, PER_BLOCK = "compressed_tree_1_6_1", "per_block_tree_4276866"
+
+
+def tree_for(quirks: frozenset[str] | set[str]) -> AnyIndex:
+    """The indexer a quirk set stands for: the compressed tree of the 1.6.1 binary when it has
+    ``compressed_tree_1_6_1`` (the per-block quirk then has no effect), the per-block tree of
+    4276866 when it has ``per_block_tree_4276866``, the ideal :class:`RouterIndex` otherwise."""
+    if COMPRESSED in quirks:
+        return CompressedRadixTree()
+    if PER_BLOCK in quirks:
+        return RadixTree()
+    return RouterIndex()
 
 
 def make_tree(revision: Revision = "1.6.1") -> AnyTree:

@@ -111,13 +111,22 @@ class Helpers:
             if reachable is not None:
                 found = "yes" if reachable(q) else "not found (needs API misuse)"
                 lines.append(f"- Reachable from ordinary requests: {found}")
+            if components.get(q.component).spec is not None:
+                ideal = (
+                    "- Ideal variant: with this quirk off the machine runs clean (`kvmodel check --ideal`) and every "
+                    f"invariant is proved by k-induction (`kvmodel prove --component {q.component}`)" + _unproved(q)
+                )
+            else:
+                ideal = (
+                    "- Ideal variant: with this quirk off the machine runs clean (`kvmodel check --ideal`: Hypothesis, "
+                    "and the explorer exhaustively in its worlds; this component has no Z3 spec)"
+                )
             lines += [
                 "- All invariants it breaks, with the BFS-minimal depth (explorer; KV manager: capacity 2, 3 ids,"
                 " batches of at most 2; LRU: 2 objects; `specs/manifest.json`): " + (depths or "not explored"),
                 f"- Consequence: {self.consequence[q.name]}",
                 real(q),
-                "- Ideal variant: with this quirk off the machine runs clean (`kvmodel check --ideal`) and every "
-                f"invariant is proved by k-induction (`kvmodel prove --component {q.component}`)" + _unproved(q),
+                ideal,
                 "",
             ]
             for i, s in enumerate(t["steps"]):
