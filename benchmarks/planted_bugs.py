@@ -2,7 +2,8 @@
 implementations written the way users write them, each checked by
 :func:`kvmodel.api.check_implementation` at its default settings.
 
-* ``examples/my_kv_manager.py`` (the mocker's KV manager, ideal model), ``examples/my_lru.py``
+* ``examples/my_kv_manager.py`` (the mocker's KV manager, ideal model), ``examples/my_router.py``
+  (the router's indexer, ideal model, answering a state), ``examples/my_lru.py``
   (the LRU evictor, counter and wall-clock components), ``examples/my_registry.py`` (the KVBM block
   registry of dynamo-llm 1.0.2, ideal model), ``examples/my_g1_native.py`` (the native G1 backend,
   ideal model) and the C evictor of
@@ -105,6 +106,7 @@ def old_concrete(
 def cases() -> list[tuple[str, str, str, Any]]:
     """(implementation, component, bug, adapter factory)."""
     kv, lru, reg, g1 = _load("my_kv_manager"), _load("my_lru"), _load("my_registry"), _load("my_g1_native")
+    router = _load("my_router")
     out: list[tuple[str, str, str, Any]] = []
     for bug in kv.BUGS:
         out.append(("my_kv_manager.py", "kv_manager", bug, lambda b=bug: kv.MyAdapter(b)))
@@ -115,6 +117,10 @@ def cases() -> list[tuple[str, str, str, Any]]:
         out.append(("my_registry.py", "kvbm_block_registry", bug, lambda b=bug: reg.MyRegistryAdapter(b)))
     for bug in g1.BUGS:
         out.append(("my_g1_native.py", "g1_native", bug, lambda b=bug: g1.MyG1NativeAdapter(b)))
+    for bug in router.BUGS:  # with a state in every answer: the tree's own structure is shown
+        out.append(
+            ("my_router.py", "kv_router_radix_tree", bug, lambda b=bug: router.MyRouterAdapter(b, snapshot=True))
+        )
     # the KVBM backend: its known defects planted one at a time in kvmodel's own model (the
     # in-batch registration, a failed Use's inactive order, a partial commit, the counts, ...),
     # checked against the ideal model: whether a default run reaches each defect's condition

@@ -21,7 +21,9 @@ from kvmodel.invariants.router import RouterMonitor, TreeView
 from kvmodel.systems import make_system
 
 from .conftest import ROOT, require
-from .other_revisions import TreeRouter
+from .test_api import _example
+
+TreeRouter = _example("my_router").MyRouterAdapter  # examples/my_router.py
 
 FAST = {"coverage": False, "workloads": 150}
 C = "kv_router_radix_tree"
@@ -185,7 +187,7 @@ def test_invariant_mode_through_the_harness(tmp_path: Any) -> None:
         "-m",
         "kvmodel.harness",
         "--adapter",
-        str(ROOT / "stateful_tests/other_revisions.py") + ":TreeRouter",
+        str(ROOT / "examples/my_router.py") + ":MyRouterAdapter",
     ]
     args = ["--workloads", "40", "--json"]
     inv = subprocess.run(
