@@ -66,7 +66,9 @@ class Observer(Protocol):
     """One run's reading of an implementation's observations, for one component."""
 
     # what the observations give, of ``kvmodel.invariants.core.NEEDS`` (``snapshot`` only while
-    # every observation carries a state)
+    # every observation carries a state); an observer may also say what it can ever read
+    # (``readable``, default every need): the report then tells an invariant that needs anything
+    # else apart from one the adapter could enable by exposing more
     provides: frozenset[str]
 
     def step(self, op: str, args: Any, observation: dict[str, Any]) -> StepContext:
@@ -100,14 +102,25 @@ class Tally:
     checked: set[str] = attrs.field(factory=set)
     known: dict[str, list[str]] = attrs.field(factory=dict)
     missing: dict[str, set[str]] = attrs.field(factory=dict)  # invariant -> needs not provided
+    # what the component's observer can read at all (an adapter can provide nothing else)
+    readable: frozenset[str] = frozenset(NEED_TEXT)
+
+    def reason(self, needs: set[str]) -> str:
+        """Why an invariant was not checked: what the adapter would have to expose, or, for what the
+        component's observer cannot read, that no adapter can give it yet."""
+        can = [NEED_TEXT[x] for x in sorted(needs) if x in self.readable]
+        cannot = sorted(needs - self.readable)
+        parts = [*can]
+        if cannot:
+            parts.append(
+                f"the implementation's internal state ({', '.join(cannot)}), which invariant mode does not read "
+                "for this component: no state shape is defined for it"
+            )
+        return "needs " + "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         names = [i.name for i in for_component(self.component)]
-        not_checked = {
-            n: "needs " + "; ".join(NEED_TEXT[x] for x in sorted(self.missing[n]))
-            for n in names
-            if n not in self.checked and n in self.missing
-        }
+        not_checked = {n: self.reason(self.missing[n]) for n in names if n not in self.checked and n in self.missing}
         never = [n for n in names if n not in self.checked and n not in self.missing]
         for n in never:  # no step ran (an empty run)
             not_checked[n] = "no step was observed"
@@ -154,6 +167,7 @@ def comparer(
         obs: Observer | None = memo.get("observer")
         if obs is None:
             obs = memo["observer"] = observer()
+            tally.readable = frozenset(getattr(obs, "readable", NEED_TEXT))
         try:
             ctx = obs.step(op, args, got)
         except Malformed as e:

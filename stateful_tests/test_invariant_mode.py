@@ -185,3 +185,13 @@ def test_a_promotes_store_is_held_to_the_promotes_parent() -> None:
     d = rep.divergence
     assert d is not None and d.what == "invariant" and d.model["invariant"] == "kv.store_lineage", rep.explain()
     assert d.op == "process" and "Promote" in d.args and rep.ops is not None and len(rep.ops) <= 3
+
+
+def test_an_invariant_no_adapter_can_enable_is_told_apart_from_one_a_state_would_enable() -> None:
+    """G1's state invariants read the model's pool and tables, for which no state shape is defined:
+    the report must not ask the adapter for a `state` it would not read."""
+    rep = check_implementation(ModelAdapter("g1_native"), "g1_native", check="invariants", coverage=False, workloads=5)
+    reasons = rep.extra["invariants"]["not_checked"]
+    assert reasons and all("no state shape is defined" in why for why in reasons.values())
+    kv = check_implementation(ModelAdapter("kv_manager"), "kv_manager", check="invariants", coverage=False, workloads=5)
+    assert all("no state shape" not in why for why in kv.extra["invariants"]["not_checked"].values())

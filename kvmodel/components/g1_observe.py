@@ -35,6 +35,8 @@ def published(raw: Any) -> list[Published]:
 class G1Observer:
     """One run of a G1 component's implementation, read event by event."""
 
+    readable = frozenset({"events"})
+
     def __init__(self, actions: Actions, monitor: Any, feed: Callable[[Any, list[Published]], None]) -> None:
         self.actions, self.monitor, self.feed = actions, monitor, feed
         self.provides = frozenset({"events"})

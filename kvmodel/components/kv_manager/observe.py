@@ -44,6 +44,8 @@ class KvObserver:
     returns (:class:`KvMonitor`); its state from each observation's ``state`` while every one
     carries it (a fresh manager is empty, so the state before the first step is known)."""
 
+    readable = frozenset({"events", "snapshot", "router_view"})
+
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = dict(config)
         self.monitor = KvMonitor(config["channel"], config["block_size"])

@@ -14,6 +14,8 @@ from kvmodel.invariants.lru import Before, LruMonitor
 
 
 class LruObserver:
+    readable = frozenset({"events"})  # the state invariants are lemmas of the model's own structures
+
     def __init__(self, component: str) -> None:
         self.actions = ACTIONS[component]
         self.monitor = LruMonitor()

@@ -46,6 +46,8 @@ def event(obj: Any) -> RegEvent:
 
 
 class RegistryObserver:
+    readable = frozenset({"events"})
+
     def __init__(self, config: dict[str, Any]) -> None:
         self.monitor = RegMonitor()
         self.provides = frozenset({"events"})

@@ -59,6 +59,8 @@ def state_view(state: Any) -> TreeView:
 
 
 class RouterObserver:
+    readable = frozenset({"events", "dump", "tree"})
+
     def __init__(self, config: dict[str, Any]) -> None:
         self.monitor = RouterMonitor()
         self.provides = frozenset({"events"})
