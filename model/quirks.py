@@ -653,7 +653,7 @@ _REVISIONS: list[Revision] = [
         ["per_block_tree_4276866"],
         "lib/kv-router/src/radix_tree.rs at commit 4276866",
         "the per-block radix tree the unit-test vectors come from",
-        files=(Pin("lib/kv-router/src/radix_tree.rs", commit="4276866", note="RadixTree, one node per block"),),
+        files=(Pin("lib/kv-router/src/radix_tree.rs", commit="4276866e1", note="RadixTree, one node per block"),),
     ),
 ]
 

@@ -338,9 +338,9 @@ class CompressedRadixTree(_WorkerOps):
 
     def clone(self) -> CompressedRadixTree:
         c = CompressedRadixTree()
-        c.nodes = [
-            Edge(list(n.edge), set(n.full), dict(n.cut), dict(n.children), n.internal, dict(n.pos)) for n in self.nodes
-        ]
+        c.nodes = [Edge(list(n.edge), set(n.full), dict(n.cut), dict(n.children), n.internal) for n in self.nodes]
+        for copy, n in zip(c.nodes, self.nodes, strict=True):
+            copy.pos = dict(n.pos)  # as it is, even emptied by a split (the constructor would rebuild it)
         c.lookup = {w: dict(t) for w, t in self.lookup.items()}
         c.gone = self.gone
         return c
