@@ -98,9 +98,11 @@ class RouterMonitor:
                     f"{op} {_short(action)}: the indexer {what}, the stream calls for {doc}"
                 )
         elif op == "find_matches" and error_id is None:
-            self._scores(action, result)
+            self.judge_scores(action, result)
 
-    def _scores(self, action: Any, result: Any) -> None:
+    def judge_scores(self, action: Any, result: Any) -> None:
+        """Record a fault when ``result`` (score rows) is not the scores the stream calls for on
+        ``action``'s query (``local_hashes``, ``early_exit``)."""
         got = _score_map(result)
         if got is None:
             self.faults["router.scores_longest_chain"] = f"find_matches answered {result!r:.120}, not score rows"

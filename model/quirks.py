@@ -37,6 +37,16 @@ class Quirk:
         }
 
 
+# each of the router's tree revisions breaks every invariant of the router (docs/router.md)
+_ROUTER_EVERY = (
+    "router.rejections_as_documented",
+    "router.scores_longest_chain",
+    "router.content_matches_stream",
+    "router.acyclic",
+    "router.lookup_matches_content",
+    "router.no_dead_nodes",
+)
+
 _ALL: list[Quirk] = [
     # --- LRU evictor (lib/llm/src/mocker/evictor.rs, wall-clock version) -------------
     Quirk(
@@ -361,14 +371,7 @@ _ALL += [
         "tokens hash whatever its block hash; a worker that removed a shared ancestor stays listed below it; "
         "a Stored repeating a hash of its batch or naming a descendant as parent is applied. Its oddities "
         "live in one edge representation, so they switch together.",
-        (
-            "router.rejections_as_documented",
-            "router.scores_longest_chain",
-            "router.content_matches_stream",
-            "router.acyclic",
-            "router.lookup_matches_content",
-            "router.no_dead_nodes",
-        ),
+        _ROUTER_EVERY,
     ),
     Quirk(
         "per_block_tree_4276866",
@@ -379,14 +382,7 @@ _ALL += [
         "of the worker; a node whose workers all left loses its children and stays attached; a worker's "
         "node for a hash Stored again under another parent is hung there too; a block joins the node of "
         "its tokens hash whatever its block hash. (Ignored when compressed_tree_1_6_1 is on.)",
-        (
-            "router.rejections_as_documented",
-            "router.scores_longest_chain",
-            "router.content_matches_stream",
-            "router.acyclic",
-            "router.lookup_matches_content",
-            "router.no_dead_nodes",
-        ),
+        _ROUTER_EVERY,
     ),
 ]
 

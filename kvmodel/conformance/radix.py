@@ -374,7 +374,7 @@ class InvariantWatch:
             for probe, scores in obs["scores"]:
                 self.monitor.faults = {}
                 rows = [[*(int(x) for x in k.split(":")), n] for k, n in sorted(scores.items())]
-                self.monitor._scores(_Probe(tuple(probe)), rows)
+                self.monitor.judge_scores(_Probe(tuple(probe)), rows)
                 for inv_name, msg in self.monitor.faults.items():
                     found.append((inv_name, msg))
                     break
