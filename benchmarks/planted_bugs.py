@@ -10,7 +10,8 @@ implementations written the way users write them, each checked by
   ``examples/harness/lru_counter.c`` over the harness (``kvmodel conform --target exec``).
 * The KVBM backend: each of its known defects (``kvmodel quirks g1_kvbm``) planted alone in
   kvmodel's own model (``ModelAdapter("g1_kvbm", [quirk])``) and checked against the ideal model:
-  whether a default run reaches the defect's condition.
+  whether a default run reaches the defect's condition. And a MultiLru index blind to
+  frequencies, checked with that index configured.
 * For every bug: caught or not, the workloads generated until the first divergence
   (time-to-catch in workloads), the seconds of the whole check (generation, shrinking included)
   and the shrunk counterexample's length.
@@ -38,7 +39,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from kvmodel import api, harness
 
@@ -128,7 +129,22 @@ def cases() -> list[tuple[str, str, str, Any]]:
 
     for q in quirks_of("g1_kvbm"):
         out.append(("kvmodel g1_kvbm + quirk", "g1_kvbm", q.name, lambda n=q.name: api.ModelAdapter("g1_kvbm", [n])))
+    out.append(("kvmodel g1_kvbm, MultiLru", "g1_kvbm", "multi_lru_ignores_frequency", FrequencyBlindMultiLru))
     return out
+
+
+class FrequencyBlindMultiLru(api.ModelAdapter):
+    """A MultiLru index that never leaves its lowest level: the model's plain LRU index where
+    the run asks for MultiLru (checked with ``config={"eviction_backend": "MultiLru"}``), which
+    a run catches only if its workloads touch cached blocks often enough to promote them."""
+
+    run_config: ClassVar[dict[str, str]] = {"eviction_backend": "MultiLru"}
+
+    def __init__(self) -> None:
+        super().__init__("g1_kvbm")
+
+    def reset(self, config: dict[str, Any]) -> None:
+        super().reset({**config, "eviction_backend": "Lru"})
 
 
 def _c_binary(tmp: Path) -> Path | None:
@@ -144,7 +160,14 @@ def run_one(component: str, make: Any, max_steps: int | None = None, check: str 
     adapter = make()
     t0 = time.perf_counter()
     try:
-        rep = api.check_implementation(adapter, component, step_timeout=None, max_steps=max_steps, check=check)
+        rep = api.check_implementation(
+            adapter,
+            component,
+            config=getattr(adapter, "run_config", None),
+            step_timeout=None,
+            max_steps=max_steps,
+            check=check,
+        )
     finally:
         if hasattr(adapter, "close"):
             adapter.close()

@@ -26,6 +26,7 @@ def one_minimal(
     *,
     last_first: bool = False,
     pairs_up_to: int = 0,
+    near: int = 0,
     merge: Callable[[T, T], T | None] | None = None,
 ) -> list[T]:
     """Delete single steps while ``still_fails(candidate)`` says the candidate still fails.
@@ -41,13 +42,19 @@ def one_minimal(
     is there — a set-up and the step that undoes it — goes with it), and after a successful pair
     deletion single deletions are tried again. At most ``n·(n-1)/2`` re-runs per round.
 
+    With ``near`` > 0, a sequence of any length is also cleared of pairs of steps at most
+    ``near`` apart (a request started and freed, each step needed only by the other): about
+    ``near·n`` re-runs per round.
+
     With ``merge``, each pair of adjacent steps that ``merge(a, b)`` combines (it returns ``None``
     where it does not) is tried as the one combined step, after deletions stop; after a
     successful merge deletions are tried again."""
     cur = list(steps)
     while True:
         cur = _singles(cur, still_fails, last_first)
-        got = _pairs(cur, still_fails) if len(cur) <= pairs_up_to else None
+        got = _pairs(cur, still_fails, near) if near else None
+        if got is None and len(cur) <= pairs_up_to:
+            got = _pairs(cur, still_fails)
         if got is None and merge is not None:
             got = _merges(cur, still_fails, merge)
         if got is None:
@@ -82,11 +89,12 @@ def _singles(cur: list[T], still_fails: Callable[[list[T]], list[T] | None], las
     return cur
 
 
-def _pairs(cur: list[T], still_fails: Callable[[list[T]], list[T] | None]) -> list[T] | None:
-    """The first candidate with two steps deleted that still fails, or ``None``."""
+def _pairs(cur: list[T], still_fails: Callable[[list[T]], list[T] | None], gap: int = 0) -> list[T] | None:
+    """The first candidate with two steps deleted (at most ``gap`` apart, when given) that still
+    fails, or ``None``."""
     n = len(cur)
     for j in range(n - 1, 0, -1):
-        for i in range(j - 1, -1, -1):
+        for i in range(j - 1, max(-1, j - 1 - gap) if gap else -1, -1):
             got = still_fails(cur[:i] + cur[i + 1 : j] + cur[j + 1 :])
             if got is not None:
                 return list(got)

@@ -53,16 +53,22 @@ SEARCH = 64
 
 @attrs.frozen
 class Group:
-    """Picks of one kind: explorer moves of one ``move_kind`` or one declared operation."""
+    """Picks of one kind: explorer moves of one ``move_kind``, one declared operation, or one
+    kind of *run* (``runs``: short sequences of explorer moves drawn as one pick, each step
+    accepted by the model)."""
 
     name: str
     moves: tuple[Any, ...] = ()
     api: ApiOp | None = None
+    runs: tuple[tuple[Any, ...], ...] = ()
 
 
 def groups(sp: Any, extra: Sequence[ApiOp], weights: Mapping[str, int] | None = None) -> list[Group]:
     """The operation groups of an API world, each repeated by its weight (in a stable order;
-    ``weights``: a move kind's weight when not ``MOVE_WEIGHT``)."""
+    ``weights``: a move kind's or run kind's weight when not ``MOVE_WEIGHT``). A world may
+    declare runs (``sp.runs()``: run kind → sequences of moves): a state several steps away that
+    single picks rarely build in order, such as a request admitted and freed, whose blocks are
+    then cached and evictable."""
     weights = weights or {}
     kinds: dict[str, list[Any]] = {}
     for m in sp.moves():
@@ -70,6 +76,9 @@ def groups(sp: Any, extra: Sequence[ApiOp], weights: Mapping[str, int] | None = 
     out: list[Group] = []
     for k, ms in kinds.items():
         out += [Group(k, tuple(ms))] * weights.get(k, MOVE_WEIGHT)
+    runs = getattr(sp, "runs", None)
+    for k, rs in (runs() if runs is not None else {}).items():
+        out += [Group(k, runs=tuple(rs))] * weights.get(k, MOVE_WEIGHT)
     for a in extra:
         out += [Group(a.op, api=a)] * max(1, a.weight)
     return out
@@ -94,28 +103,52 @@ def concrete(
     for pick in picks:
         want_ok = bool(pick & 1)
         n = (pick >> 1) // len(gs)
-        chosen: tuple[str, Any, Any, bool] | None = None
+        chosen: tuple[list[tuple[str, Any]], Any, bool] | None = None
         # the drawn group first; when nothing of it applies here, the others in a scattered
         # order (a prime stride longer than the list), so no group inherits a disabled one's share
         for j in range(len(gs)):
-            chosen = _instance(sp, gs[((pick >> 1) + j * GROUP_STRIDE) % len(gs)], s, n, want_ok, only)
+            g = gs[((pick >> 1) + j * GROUP_STRIDE) % len(gs)]
+            chosen = _run(sp, g, s, n, only) if g.runs else _instance(sp, g, s, n, want_ok, only)
             if chosen is not None:
                 break
         if chosen is None:
             continue
         s = chosen[1]
-        ops.append((chosen[0], chosen[2]))
-        if chosen[3]:  # a panic that left effects: Rust's task is gone, nothing follows it
+        ops += chosen[0]
+        if chosen[2]:  # a panic that left effects: Rust's task is gone, nothing follows it
             break
     return ops
 
 
+def _run(
+    sp: Any, g: Group, s: Any, n: int, only: frozenset[str] | None = None
+) -> tuple[list[tuple[str, Any]], Any, bool] | None:
+    """A run of group ``g`` whose every step the model accepts from ``s``, found by a stride from
+    index ``n``: (its operations with their JSON arguments, the state after it, ``False``)."""
+    for k in range(min(SEARCH, len(g.runs))):
+        run = g.runs[(n + STRIDE * k) % len(g.runs)]
+        t = s.clone()
+        ops: list[tuple[str, Any]] = []
+        for m in run:
+            if not sp.allows(t, m):
+                break
+            op, decoded, args = sp.concrete(t, m)
+            if op is None or args is None or (only is not None and op not in only):
+                break
+            if t.apply(op, decoded).error is not None:
+                break
+            ops.append((op, args))
+        else:
+            return ops, t, False
+    return None
+
+
 def _instance(
     sp: Any, g: Group, s: Any, n: int, want_ok: bool, only: frozenset[str] | None = None
-) -> tuple[str, Any, Any, bool] | None:
+) -> tuple[list[tuple[str, Any]], Any, bool] | None:
     """An instance of group ``g`` valid in ``s`` (accepted by the model when ``want_ok``), found
-    by a stride from index ``n``: (op, the state after it, JSON arguments, whether it panicked
-    after changing the state).
+    by a stride from index ``n``: ([(op, JSON arguments)], the state after it, whether it
+    panicked after changing the state).
 
     A step the model rejects and that changed nothing is a rejection the caller sees and goes on
     from. A step that raised *and changed the state* is a panic that left effects (a quirk of the
@@ -147,5 +180,5 @@ def _instance(
         # a rejection that is a returned ``Err`` (``returned``: the router's event errors) is
         # gone on from even when it changed the state, as the Rust caller does
         halts = err is not None and not getattr(err, "returned", False) and t.key() != s.key()
-        return op, t, args, halts
+        return [(op, args)], t, halts
     return None

@@ -18,7 +18,7 @@ from kvmodel.model.g1.g1_manager import G1Manager
 from kvmodel.model.g1.kvbm_backend import KvbmKvManager
 from kvmodel.model.g1.kvbm_logical import LineageIndex, LruIndex, Substrate
 from kvmodel.model.g1.sequence import G1Deref, G1Use, NewActiveSequence
-from kvmodel.model.quirks import faithful
+from kvmodel.model.quirks import faithful, quirks_of
 
 from .conftest import VECTORS, require
 
@@ -416,3 +416,70 @@ def test_random_hashes_are_compared_up_to_a_renaming() -> None:
     cached = [("new_request", {"owner": 1, "tokens": [1, 2], "caching": True}), ("allocate", {"owner": 1})]
     d, _ = differential(OwnRandom("g1_kvbm", q), "g1_kvbm", {"max_capacity": 3}, q, cached)
     assert d is not None and d.what == "events"  # a hashed block's hash is compared exactly
+
+
+def test_a_plh_alias_is_published_under_its_new_name_ideally_and_held_until_a_bad_deref() -> None:
+    """Issue 58: ``bad_use plh_alias`` names block 999999 under the PLH of tokens [1, 2] (Rust's
+    PLH-reuse test builds such a Use); the ideal model publishes it (lineage holds: its tokens
+    hash is its hash), the faithful reuse keeps the first name (§6 #9), and the Use's block is
+    held until ``bad_deref`` names it."""
+    from kvmodel.components.g1_kvbm.system import G1KvbmSystem
+
+    steps = [
+        ("new_request", {"owner": 0, "tokens": [1, 2, 3, 4], "caching": True}),
+        ("allocate", {"owner": 0}),
+        ("bad_use", {"kind": "plh_alias"}),
+        ("bad_deref", {"owner": 0}),
+        ("counts", {}),
+    ]
+    for quirks, stored in (([], [[999_999]]), (["plh_reuse_keeps_first_name"], [])):
+        s = G1KvbmSystem({}, quirks)
+        outs = [s.step(op, a) for op, a in steps]
+        alias = outs[2]
+        assert alias.error is None and str(alias.result) == "Ready(0)"
+        got = [[b.block_hash for b in e.event.data.blocks] for e in alias.events]
+        assert got == stored
+        broken = {v.invariant for v in alias.violations}
+        assert broken <= {b for q in quirks_of("g1_kvbm") if q.name in quirks for b in q.breaks}
+        assert bool(broken) == bool(quirks)
+        assert s.holdings == {} and outs[3].error is None
+        assert outs[4].result == {"num_active_blocks": 0, "num_inactive_blocks": 2, "num_active_block_refs": 0}
+
+
+def test_the_generators_runs_are_accepted_from_the_start() -> None:
+    """Each ``cached`` run of the generator's world (a caching prompt admitted and freed) is
+    accepted step by step from an empty manager; the explorer's worlds declare none."""
+    from kvmodel import workloads
+    from kvmodel.components import get
+    from kvmodel.components.g1_kvbm.space import KVBM_PROMPTS, KvbmSpace
+
+    c = get("g1_kvbm")
+    sp = c.api_space()
+    runs = sp.runs()["cached"]
+    assert len(runs) == sp.owners * sum(1 for _, caching in KVBM_PROMPTS[: sp.prompts] if caching)
+    for n in range(len(runs)):
+        got = workloads._run(sp, workloads.Group("cached", runs=(runs[n],)), c.system(None, []), 0)
+        assert got is not None and [op for op, _ in got[0]] == ["new_request", "allocate", "free"]
+    assert KvbmSpace().runs() == {}
+
+
+@pytest.mark.parametrize("quirk", ["failed_use_reorders_inactive", "plh_reuse_keeps_first_name", "multi_lru"])
+def test_a_default_run_reaches_the_kvbm_defects_of_long_set_ups(quirk: str) -> None:
+    """Issue 58: at default settings (seed 0, 200 workloads) the generator reaches a failed
+    admission's reordering observed by a later eviction, PLH reuse at real fragment widths, and
+    MultiLru promotion (a frequency-blind MultiLru, the plain LRU index, differs); each
+    counterexample shrinks to a handful of steps."""
+    from kvmodel import api
+
+    class FrequencyBlind(api.ModelAdapter):
+        def reset(self, config: dict[str, Any]) -> None:
+            super().reset({**config, "eviction_backend": "Lru"})
+
+    if quirk == "multi_lru":
+        impl: Any = FrequencyBlind("g1_kvbm")
+        config: dict[str, Any] | None = {"eviction_backend": "MultiLru"}
+    else:
+        impl, config = api.ModelAdapter("g1_kvbm", [quirk]), None
+    rep = api.check_implementation(impl, "g1_kvbm", config=config, step_timeout=None, coverage=False)
+    assert not rep.ok and rep.divergence is not None and rep.divergence.what == "events"
+    assert rep.ops is not None and len(rep.ops) <= 16

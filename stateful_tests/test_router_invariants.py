@@ -116,7 +116,7 @@ def test_a_rejection_that_changed_the_state_does_not_end_a_router_workload() -> 
         if m.op == "apply_event" and m.to_json()["event"]["data"] == {"removed": {"block_hashes": [1, 2]}}
     )
     got = workloads._instance(sp, workloads.Group("r", (partial,)), s, 0, False)
-    assert got is not None and got[3] is False and got[1].key() != s.key()
+    assert got is not None and got[2] is False and got[1].key() != s.key()
 
 
 def test_the_acyclic_and_lookup_invariants_read_a_shown_tree() -> None:

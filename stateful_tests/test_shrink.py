@@ -91,3 +91,27 @@ def test_merge_is_tried_only_where_it_is_defined_and_kept_only_when_it_still_fai
     assert one_minimal([1, 3, 3], fails, merge=lambda a, b: a + b if a == b else None) == [6]
     never = one_minimal([1, 3, 3], lambda c: c if c[-2:] == [3, 3] else None, merge=lambda a, b: a + b)
     assert never == [3, 3]
+
+
+@given(st.lists(st.integers(0, 5), max_size=40), st.integers(1, 3))
+def test_near_mode_drops_a_set_up_and_its_undoing_in_a_long_sequence(xs: list[int], gap: int) -> None:
+    """A failure "ends with 9, as many 1s as 2s, and every 1 followed by a 2 within ``gap``
+    steps" (a request started and its freeing, each needed only by the other): one-step deletion
+    keeps every pair; with ``near=gap`` they go, at any length, and the result is ``[9]``."""
+
+    def fails(c: list[int]) -> list[int] | None:
+        if not c or c[-1] != 9:
+            return None
+        body = c[:-1]
+        paired = all(2 in body[i + 1 : i + 1 + gap] for i, x in enumerate(body) if x == 1)
+        return c if paired and body.count(1) == body.count(2) else None
+
+    start: list[int] = []
+    for i, x in enumerate(x for x in xs if x not in (1, 2)):
+        if i % 3 == 0:  # a pair 1 ... 2, ``gap`` apart
+            start += [1, *[0] * (gap - 1), 2]
+        start.append(x)
+    start.append(9)
+    assert fails(start) is not None
+    assert one_minimal(start, fails, near=gap) == [9]
+    assert one_minimal(start, fails).count(1) == start.count(1)  # without it, every pair stays

@@ -41,6 +41,9 @@ import attrs
 from kvmodel import determinism, exact
 from kvmodel.model.errors import InvalidInput
 
+# the shrinker also drops two steps at most this far apart together (a set-up and its undoing)
+NEAR = 3
+
 Action = tuple[str, Any]  # (operation, JSON arguments): one step of the trace format
 Observation = dict[str, Any]
 Difference = tuple[str, Any, Any]  # (what, the model's value, the implementation's value)
@@ -296,7 +299,8 @@ def minimize(
     normalize: Normalize | None = None,
     merge: Callable[[Action, Action], Action | None] | None = None,
 ) -> list[Action]:
-    """Drop every step whose removal keeps a divergence (1-minimal, :func:`kvmodel.shrink.one_minimal`;
+    """Drop every step whose removal keeps a divergence (1-minimal, :func:`kvmodel.shrink.one_minimal`,
+    and no two steps at most ``NEAR`` apart can go together;
     with ``merge``, the component's way of combining two adjacent steps, pairs merged into one
     are tried as well, each kept only if the divergence stays);
     a candidate goes on as the steps it ran up to its divergence. ``normalize(config, candidate)``
@@ -313,7 +317,7 @@ def minimize(
             return None
         return cand[: d.step + 1] if d is not None and d.what != "timeout" else None
 
-    return one_minimal(actions, still, merge=merge)
+    return one_minimal(actions, still, near=NEAR, merge=merge)
 
 
 def _merge_of(component: str) -> Callable[[Action, Action], Action | None] | None:

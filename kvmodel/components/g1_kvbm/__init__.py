@@ -127,10 +127,12 @@ COMPONENT = Component(
     profile=CheckProfile(
         explore=World(CHECK_CONFIG, CHECK_SPACE), bmc_depth=6, z3_universe={"owners": 1, "capacity": 3}
     ),
-    api_space=lambda: _space(owners=3, prompts=5, pushes=2, decode=2),
+    api_space=lambda: _space(owners=3, prompts=6, pushes=2, decode=2, drivers=True),
     api_ops=_api_ops,
     contract=_contract,
-    api_weights={"decode_push": 8, "allocate": 4, "push": 4},
+    # freeing often and few decode reservations keep cached blocks inactive, so that a failed
+    # admission's reordering meets a later eviction (benchmarks/planted_bugs.py --component g1_kvbm)
+    api_weights={"decode_push": 8, "allocate": 4, "push": 4, "free": 6, "reserve_decode": 1, "release_decode": 1},
     # a Use that both evicts and stores needs the pool full of released, registered blocks first
     # (benchmarks/planted_bugs.py --component g1_kvbm: stored_before_removed is reached with 60)
     api_steps=60,

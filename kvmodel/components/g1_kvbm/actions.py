@@ -173,8 +173,11 @@ class ActivateDestination(G1Action):
 
 @attrs.frozen
 class BadUse(G1Action):
-    """A malformed Use for no request: ``dup_partial`` (one partial named twice) or
-    ``hash_two_plhs`` (one hash under two positional lineage hashes)."""
+    """A malformed Use for no request: ``dup_partial`` (one partial named twice),
+    ``hash_two_plhs`` (one hash under two positional lineage hashes) or ``plh_alias`` (the full
+    block ``BAD_HASH`` under the PLH of the first block of the tokens ``1..block_size``: a second
+    sequence hash for a PLH, which real 51-59-bit fragments give only by collision; Rust's own
+    test of PLH reuse in ``kvbm_backend.rs`` fa6894c9a builds such a Use directly)."""
 
     op = "bad_use"
     ARGS: ClassVar[A.Spec] = {"kind": (R, A.string)}
@@ -189,8 +192,17 @@ class BadUse(G1Action):
         elif self.kind == "hash_two_plhs":
             h = system.BAD_HASH
             sig = G1Use((FullBlock(h), FullBlock(h)), (), ((h, None, 0), (h, None, 1)))
+        elif self.kind == "plh_alias":
+            # a root block whose tokens hash is its hash (its lineage holds); the block it
+            # acquires is held by the Use's caller, ALIAS_HOLDER, until a ``bad_deref`` names it
+            h = system.BAD_HASH
+            _, plhs = system.sequence_hashes(-1, list(range(1, system.model.block_size + 1)), True)
+            out = system.model.process_for_request(-1, G1Use((FullBlock(h),), (h,), (plhs[0],)), 0)
+            if isinstance(out, Ready):
+                system.holdings[system.ALIAS_HOLDER] = [FullBlock(h)]
+            return out
         else:
-            raise InvalidInput(f"bad_use kind must be dup_partial or hash_two_plhs, got {self.kind!r}")
+            raise InvalidInput(f"bad_use kind must be dup_partial, hash_two_plhs or plh_alias, got {self.kind!r}")
         return system.model.process_for_request(-1, sig, 0)
 
 

@@ -29,7 +29,10 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
     ),
     "decode_push": ({"owner": "u63", "token": "u32"}, "as `push`, through the outstanding decode reservation"),
     "resend": ({"owner": "u63"}, "the Use's result: the request's held blocks named again"),
-    "bad_use": ({"kind": "dup_partial|hash_two_plhs"}, "a malformed Use's result (a panic)"),
+    "bad_use": (
+        {"kind": "dup_partial|hash_two_plhs|plh_alias"},
+        "a malformed Use's result (a panic; `plh_alias`: the Use's result)",
+    ),
     "bad_deref": ({"owner": "u63"}, "the request's Deref with an unknown block at the end (a panic)"),
 }
 
@@ -62,7 +65,12 @@ NOTES: tuple[str, ...] = (
     "end, which is unknown (a panic after the blocks before it were released, as Rust's loop "
     "releases them) unless a `bad_use` left it installed. "
     "`bad_use` sends a malformed Use for no request: `dup_partial` names one partial (`bad`) twice; "
-    "`hash_two_plhs` names the full block hash 999999 twice under two PLHs (positions 0 and 1). "
+    "`hash_two_plhs` names the full block hash 999999 twice under two PLHs (positions 0 and 1); "
+    "`plh_alias` names the full block 999999 (its tokens hash 999999, no parent, no token ids) under "
+    "the PLH of the first block of the tokens 1, 2, ..., block_size with caching on (the first "
+    "block of the prompts that start so): a second sequence hash for one PLH, which Rust's test "
+    "of PLH reuse builds directly and real fragments give only by collision. On `Ready` that block "
+    "is held by the Use's caller until the next `bad_deref`, whose Deref names it. "
     "`new_request` with `caching: false` gives a sequence whose sequence hashes and PLHs are drawn "
     "at random, fresh for every sequence (a request id used again draws new ones); they are "
     "compared up to a consistent one-to-one renaming kept over the workload, so a port draws its "

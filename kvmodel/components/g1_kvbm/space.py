@@ -30,13 +30,16 @@ if TYPE_CHECKING:
 # (tokens, prefix caching): two full blocks; a block whose PLH collides with the first one's
 # when fragments are reduced modulo 2 (a different sequence hash, the same PLH); a
 # caching-disabled block (random hashes); a block with another PLH and a partial; the first
-# prompt and a partial (three blocks: more than a capacity-2 world holds).
+# prompt and a partial (three blocks: more than a capacity-2 world holds); the first prompt
+# and two more blocks (four: more than the default capacity 3 holds, so its admission fails
+# after matching whatever of the first prompt is cached, the condition of semantics §6 #7).
 KVBM_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
     ((1, 2, 3, 4), True),
     ((7, 8), True),
     ((9, 10), False),
     ((15, 16, 5), True),
     ((1, 2, 3, 4, 5), True),
+    ((1, 2, 3, 4, 11, 12, 13, 14), True),
 )
 
 
@@ -45,7 +48,11 @@ class KvbmSpace(G1Moves, NoSymmetry):
     """Bounded G1 world with the KVBM backend (capacity 3, block size 2, PLH fragments modulo
     2): ``owners`` requests started from one of ``prompts`` prompts, growing by ``pushes``
     tokens; at most one decode reservation of ``decode`` slots; destinations; a request's
-    blocks named again (``resend``); and the malformed inputs (``bad_use``, ``bad_deref``)."""
+    blocks named again (``resend``); and the malformed inputs (``bad_use``, ``bad_deref``).
+
+    With ``drivers`` (the workload generator's world), also the ``plh_alias`` Use (a second
+    sequence hash for a PLH: PLH reuse at real fragment widths, which the explorer's worlds reach
+    by reduced fragments instead) and :meth:`runs`."""
 
     component = "g1_kvbm"
     owners: int = 2
@@ -53,6 +60,7 @@ class KvbmSpace(G1Moves, NoSymmetry):
     pushes: int = 1
     decode: int = 0
     bad: bool = True
+    drivers: bool = False
 
     def __attrs_post_init__(self) -> None:
         require_naturals(self, ("owners", "prompts", "pushes", "decode"))
@@ -112,8 +120,26 @@ class KvbmSpace(G1Moves, NoSymmetry):
         out += [c(o) for c in (ActivateDestination, CancelDestination) for o in os_]
         if self.bad:
             out += [BadUse("dup_partial"), BadUse("hash_two_plhs")]
+            if self.drivers:
+                out.append(BadUse("plh_alias"))
             out += [BadDeref(o) for o in os_]
         return out
+
+    def runs(self) -> dict[str, list[tuple[Any, ...]]]:
+        """The generator's runs (``kvmodel.workloads``), with ``drivers``: a request of a caching
+        prompt admitted and freed in one pick (``cached``), so that workloads hold several cached,
+        evictable chains in varied orders, the condition of a failed admission's reordering
+        (semantics §6 #7) and of evictions choosing between chains."""
+        if not self.drivers:
+            return {}
+        ps = [p for p in range(self.prompts) if KVBM_PROMPTS[p][1]]
+        return {
+            "cached": [
+                (NewRequest(o, list(KVBM_PROMPTS[p][0]), True), Allocate(o), Free(o))
+                for o in range(self.owners)
+                for p in ps
+            ]
+        }
 
     # -- the guards (``ActionMoves.GUARDS``; those both G1 worlds share are ``G1Moves``'s): the
     # scheduler's own preconditions and the bounds

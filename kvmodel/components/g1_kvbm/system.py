@@ -45,6 +45,8 @@ class G1KvbmSystem(G1RequestSystem):
         "plh_fragments": 0,
     }
     BAD_HASH = 999_999
+    # the holder of a ``plh_alias`` Use's block (no request: ``holdings`` keys it apart)
+    ALIAS_HOLDER = -1
 
     COMPONENT = "g1_kvbm"
     BACKEND = "kvbm"
@@ -164,6 +166,8 @@ class G1KvbmSystem(G1RequestSystem):
             blocks += (FullBlock(self.BAD_HASH),)
         out = self.model.process_for_request(o, G1Deref(blocks), 0)
         self._forget(o)
+        if bad:
+            self.holdings.pop(self.ALIAS_HOLDER, None)
         return out
 
     def _forget(self, o: int) -> None:
