@@ -483,3 +483,24 @@ def test_a_default_run_reaches_the_kvbm_defects_of_long_set_ups(quirk: str) -> N
     rep = api.check_implementation(impl, "g1_kvbm", config=config, step_timeout=None, coverage=False)
     assert not rep.ok and rep.divergence is not None and rep.divergence.what == "events"
     assert rep.ops is not None and len(rep.ops) <= 16
+
+
+def test_a_fresh_block_named_twice_is_registered_once_and_held_twice() -> None:
+    """Issue 58: ``bad_use dup_full`` reaches kvbm-logical's in-batch Reject deduplication (Rust's
+    duplicate-fresh-registration test): one Stored, one block with two references held by the
+    caller; each ``bad_deref`` releases one, and the block is inactive after the second."""
+    from kvmodel.components.g1_kvbm.system import G1KvbmSystem
+
+    for quirks in ([], faithful("g1_kvbm")):
+        s = G1KvbmSystem({}, quirks)
+        got = s.step("bad_use", {"kind": "dup_full"})
+        assert got.error is None and not got.violations
+        assert str(got.result) == ("Ready(2)" if quirks else "Ready(1)")
+        assert [[b.block_hash for b in e.event.data.blocks] for e in got.events] == [[999_999]]
+        assert s.model.kvbm.active_full[999_999].refs == 2
+        for o, left in ((0, 1), (1, 0)):
+            s.step("new_request", {"owner": o, "tokens": [7, 8], "caching": True})
+            assert s.step("bad_deref", {"owner": o}).error is None
+            assert len(s.holdings.get(s.ALIAS_HOLDER, [])) == left
+        counts = s.step("counts", {}).result
+        assert counts["num_active_blocks"] == 0 and counts["num_inactive_blocks"] == 1

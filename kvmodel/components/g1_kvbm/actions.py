@@ -171,13 +171,21 @@ class ActivateDestination(G1Action):
         del system.dest[o]
 
 
+KINDS = ("dup_partial", "hash_two_plhs", "plh_alias", "dup_full")
+
+
 @attrs.frozen
 class BadUse(G1Action):
     """A malformed Use for no request: ``dup_partial`` (one partial named twice),
-    ``hash_two_plhs`` (one hash under two positional lineage hashes) or ``plh_alias`` (the full
+    ``hash_two_plhs`` (one hash under two positional lineage hashes), ``plh_alias`` (the full
     block ``BAD_HASH`` under the PLH of the first block of the tokens ``1..block_size``: a second
     sequence hash for a PLH, which real 51-59-bit fragments give only by collision; Rust's own
-    test of PLH reuse in ``kvbm_backend.rs`` fa6894c9a builds such a Use directly)."""
+    test of PLH reuse in ``kvbm_backend.rs`` fa6894c9a builds such a Use directly) or
+    ``dup_full`` (the fresh full block ``BAD_HASH`` named twice under one PLH: kvbm-logical's
+    Reject policy registers it once and the second entry resolves to the first's block, as
+    Rust's ``duplicate_fresh_registration_reuses_canonical_without_duplicate_event`` test
+    builds it). A ``plh_alias`` or ``dup_full`` Use that succeeds leaves its block held by the
+    caller, one reference per entry; each ``bad_deref`` releases one."""
 
     op = "bad_use"
     ARGS: ClassVar[A.Spec] = {"kind": (R, A.string)}
@@ -192,17 +200,23 @@ class BadUse(G1Action):
         elif self.kind == "hash_two_plhs":
             h = system.BAD_HASH
             sig = G1Use((FullBlock(h), FullBlock(h)), (), ((h, None, 0), (h, None, 1)))
-        elif self.kind == "plh_alias":
-            # a root block whose tokens hash is its hash (its lineage holds); the block it
-            # acquires is held by the Use's caller, ALIAS_HOLDER, until a ``bad_deref`` names it
+        elif self.kind in ("plh_alias", "dup_full"):
+            # root blocks whose tokens hash is their hash (lineage holds); the block acquired is
+            # held by the Use's caller, ALIAS_HOLDER, a reference per entry, until ``bad_deref``s
             h = system.BAD_HASH
-            _, plhs = system.sequence_hashes(-1, list(range(1, system.model.block_size + 1)), True)
-            out = system.model.process_for_request(-1, G1Use((FullBlock(h),), (h,), (plhs[0],)), 0)
+            if self.kind == "plh_alias":
+                _, plhs = system.sequence_hashes(-1, list(range(1, system.model.block_size + 1)), True)
+                blocks = (FullBlock(h),)
+                sig = G1Use(blocks, (h,), (plhs[0],))
+            else:
+                blocks = (FullBlock(h), FullBlock(h))
+                sig = G1Use(blocks, (h, h), ((h, None, 0), (h, None, 0)))
+            out = system.model.process_for_request(-1, sig, 0)
             if isinstance(out, Ready):
-                system.holdings[system.ALIAS_HOLDER] = [FullBlock(h)]
+                system.holdings[system.ALIAS_HOLDER] = list(blocks)
             return out
         else:
-            raise InvalidInput(f"bad_use kind must be dup_partial, hash_two_plhs or plh_alias, got {self.kind!r}")
+            raise InvalidInput(f"bad_use kind must be {' | '.join(KINDS)}, got {self.kind!r}")
         return system.model.process_for_request(-1, sig, 0)
 
 

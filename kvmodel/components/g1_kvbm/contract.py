@@ -30,8 +30,8 @@ OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
     "decode_push": ({"owner": "u63", "token": "u32"}, "as `push`, through the outstanding decode reservation"),
     "resend": ({"owner": "u63"}, "the Use's result: the request's held blocks named again"),
     "bad_use": (
-        {"kind": "dup_partial|hash_two_plhs|plh_alias"},
-        "a malformed Use's result (a panic; `plh_alias`: the Use's result)",
+        {"kind": "dup_partial|hash_two_plhs|plh_alias|dup_full"},
+        "a malformed Use's result (a panic; `plh_alias`, `dup_full`: the Use's result)",
     ),
     "bad_deref": ({"owner": "u63"}, "the request's Deref with an unknown block at the end (a panic)"),
 }
@@ -69,8 +69,12 @@ NOTES: tuple[str, ...] = (
     "`plh_alias` names the full block 999999 (its tokens hash 999999, no parent, no token ids) under "
     "the PLH of the first block of the tokens 1, 2, ..., block_size with caching on (the first "
     "block of the prompts that start so): a second sequence hash for one PLH, which Rust's test "
-    "of PLH reuse builds directly and real fragments give only by collision. On `Ready` that block "
-    "is held by the Use's caller until the next `bad_deref`, whose Deref names it. "
+    "of PLH reuse builds directly and real fragments give only by collision; `dup_full` names the "
+    "full block 999999 twice (tokens hashes 999999, both under the PLH of sequence hash 999999 at "
+    "position 0, no parent): the Reject policy registers it once and the second entry takes the "
+    "first's block, as in Rust's test of duplicate fresh registrations. On `Ready` the block of a "
+    "`plh_alias` or `dup_full` Use is held by its caller, one reference per entry, and each "
+    "`bad_deref` (whose Deref names 999999 once) releases one. "
     "`new_request` with `caching: false` gives a sequence whose sequence hashes and PLHs are drawn "
     "at random, fresh for every sequence (a request id used again draws new ones); they are "
     "compared up to a consistent one-to-one renaming kept over the workload, so a port draws its "

@@ -52,7 +52,8 @@ class KvbmSpace(G1Moves, NoSymmetry):
 
     With ``drivers`` (the workload generator's world), also the ``plh_alias`` Use (a second
     sequence hash for a PLH: PLH reuse at real fragment widths, which the explorer's worlds reach
-    by reduced fragments instead) and :meth:`runs`."""
+    by reduced fragments instead), the ``dup_full`` Use (a fresh block named twice: the Reject
+    policy's in-batch deduplication) and :meth:`runs`."""
 
     component = "g1_kvbm"
     owners: int = 2
@@ -121,7 +122,7 @@ class KvbmSpace(G1Moves, NoSymmetry):
         if self.bad:
             out += [BadUse("dup_partial"), BadUse("hash_two_plhs")]
             if self.drivers:
-                out.append(BadUse("plh_alias"))
+                out += [BadUse("plh_alias"), BadUse("dup_full")]
             out += [BadDeref(o) for o in os_]
         return out
 

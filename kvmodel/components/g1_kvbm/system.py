@@ -26,7 +26,7 @@ class G1KvbmSystem(G1RequestSystem):
     holder of the same table), ``free {owner}`` (one Deref of what it holds, leaf first),
     ``reserve_decode {count}`` / ``release_decode {}``, ``reserve_destination {owner, tokens}`` /
     ``activate_destination {owner}`` / ``cancel_destination {owner}``, the malformed inputs
-    ``bad_use {kind: dup_partial | hash_two_plhs}`` and ``bad_deref {owner}`` (the request's
+    ``bad_use {kind: dup_partial | hash_two_plhs | plh_alias | dup_full}`` and ``bad_deref {owner}`` (the request's
     Deref with an unknown block at the end), and ``counts {}``.
 
     The system keeps what each request holds (the blocks its successful signals named): a
@@ -45,7 +45,8 @@ class G1KvbmSystem(G1RequestSystem):
         "plh_fragments": 0,
     }
     BAD_HASH = 999_999
-    # the holder of a ``plh_alias`` Use's block (no request: ``holdings`` keys it apart)
+    # the holder of a ``plh_alias`` or ``dup_full`` Use's block (no request: ``holdings`` keys it
+    # apart)
     ALIAS_HOLDER = -1
 
     COMPONENT = "g1_kvbm"
@@ -166,8 +167,11 @@ class G1KvbmSystem(G1RequestSystem):
             blocks += (FullBlock(self.BAD_HASH),)
         out = self.model.process_for_request(o, G1Deref(blocks), 0)
         self._forget(o)
-        if bad:
-            self.holdings.pop(self.ALIAS_HOLDER, None)
+        alias = self.holdings.get(self.ALIAS_HOLDER)
+        if bad and alias:  # one of the malformed Use's references released
+            del alias[0]
+            if not alias:
+                del self.holdings[self.ALIAS_HOLDER]
         return out
 
     def _forget(self, o: int) -> None:
