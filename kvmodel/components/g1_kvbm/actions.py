@@ -204,6 +204,7 @@ class BadUse(G1Action):
             # root blocks whose tokens hash is their hash (lineage holds); the block acquired is
             # held by the Use's caller, ALIAS_HOLDER, a reference per entry, until ``bad_deref``s
             h = system.BAD_HASH
+            blocks: tuple[FullBlock, ...]
             if self.kind == "plh_alias":
                 _, plhs = system.sequence_hashes(-1, list(range(1, system.model.block_size + 1)), True)
                 blocks = (FullBlock(h),)
