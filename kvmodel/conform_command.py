@@ -33,6 +33,12 @@ def add_parser(sub: Any, command: Any) -> None:
         "--max-requests", type=integer(1, 64), help="--target vllm-engine: requests per schedule, 1 .. 64 (default 6)"
     )
     cf.add_argument("--revision", help="the model's revision, where the target has several (first: default)")
+    cf.add_argument(
+        "--path",
+        help="how the real events reach a router: raw (default: into RadixTree), publisher (the worker's "
+        "KvEventPublisher to the router over the event plane) or indexer (python -m dynamo.indexer); "
+        "publisher and indexer with --target vllm-engine",
+    )
     x = cf.add_argument_group("--target exec: a program speaking the harness protocol, given after --")
     x.add_argument("--component", help="the component the program implements (required with --target exec)")
     x.add_argument("--quirks", help="the model compared with: faithful, ideal (default) or Q1,Q2,... (quirk names)")
@@ -59,6 +65,8 @@ def add_parser(sub: Any, command: Any) -> None:
 def cmd_conform(args: argparse.Namespace) -> int:
     """Differential conformance: the model against a real implementation."""
     if args.target == EXEC:
+        if args.path is not None:
+            raise UsageError("--path goes with the real-engine targets, not --target exec")
         return _exec(args)
     if args.command or args.component or args.quirks or args.config or args.space or args.accept:
         raise UsageError("a command, --component, --quirks, --config, --space and --accept go with --target exec")
@@ -74,6 +82,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
         )
     if args.max_requests is not None and t.name != "vllm-engine":
         raise UsageError("--max-requests goes with --target vllm-engine")
+    if args.path is not None and args.path not in t.paths:
+        raise UsageError(f"--path: {t.name} takes {', '.join(t.paths)}, got {args.path!r}")
+    via = {} if args.path is None or args.path == t.paths[0] else {"path": args.path}
     why = t.available()
     if why is not None:
         print(f"kvmodel conform: the real implementation is not available: {why}", file=sys.stderr)
@@ -88,6 +99,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
                 max_ops=(args.max_requests or 6) if t.name == "vllm-engine" else (args.max_ops or 24),
                 revision=args.revision,
                 progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
+                **via,
             )
     except HarnessError as e:  # the harness failed: no verdict (neither a pass nor a kill)
         print(f"kvmodel conform: {t.name}: {e}", file=sys.stderr)

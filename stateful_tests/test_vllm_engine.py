@@ -105,6 +105,42 @@ def test_per_copy_events_are_counted_and_their_router_effect_named(engine: ve.En
     assert chk.named and {d["name"] for d in chk.named} == {"vllm.per_copy_removed"}
 
 
+@pytest.mark.parametrize("path", ["publisher", "indexer"])
+def test_the_per_copy_schedule_through_each_deployed_path(engine: ve.Engine, path: str) -> None:
+    """Issue 61: vLLM's own batches relayed unchanged through Dynamo's real path. The router of
+    each path agrees with its model at every step; on the publisher path (its dedup filter) the
+    per-copy removal never leaves the router behind the engine's cache, on the standalone
+    indexer's path it does, as on the raw path."""
+    from kvmodel.conformance.deployed import available
+
+    require(available() is None, str(available()))
+    pc = ve.PathCheck(path)
+    engine.forward = pc.forward
+    try:
+        chk, counts = ve.check_schedule(engine, SCHEDULES[1], pc)
+    finally:
+        engine.forward = None
+        pc.close()
+    assert not chk.path_divergences and chk.named  # the raw path still shows the difference
+    behind, differs = counts["path_behind_engine"], counts["path_differs_from_raw"]
+    if path == "publisher":
+        assert behind == 0 and differs > 0
+    else:
+        assert behind > 0 and differs == 0
+
+
+def test_generated_schedules_through_the_publisher_path(engine: ve.Engine) -> None:
+    """20 generated schedules through the worker's KvEventPublisher: 0 divergences from the
+    model of that path; the report names its path and counts where it differs from raw."""
+    from kvmodel.conformance.deployed import available
+
+    require(available() is None, str(available()))
+    out = ve.run(workloads=20, seed=5, engine=engine, path="publisher")
+    assert out["divergences"] == 0, json.dumps(out.get("first_divergence"))[:3000]
+    assert out["path"] == "publisher" and out["counts"]["path_behind_engine"] == 0
+    assert any("publisher path" in line for line in ve.describe(out))
+
+
 # -- the checks themselves, on hand-made streams (the real RadixTree still used)
 
 

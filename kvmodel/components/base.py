@@ -102,7 +102,8 @@ class ConformTarget:
     (:class:`kvmodel.conformance.differential.Report`: ``divergences``, ``first_divergence``,
     ``counterexample``, ``config``, ``steps``, ``seconds``, ``verdict``, a target's tallies);
     ``describe(report)`` the lines ``kvmodel conform`` prints; ``in_check``: whether
-    ``kvmodel check`` runs it; ``revisions``: the model revisions ``--revision`` accepts
+    ``kvmodel check`` runs it; ``paths``: the event paths ``--path`` accepts (first: default);
+    ``revisions``: the model revisions ``--revision`` accepts
     (first: default); ``counterexample_key``: the name of the divergent workload in the file
     written to ``--out``."""
 
@@ -115,6 +116,9 @@ class ConformTarget:
     revisions: tuple[str, ...] = ()
     counterexample_key: str = "operations"
     check_workloads: int = 200
+    # how the real events may reach a router (``kvmodel conform --path``; first: default): ``raw``
+    # (into ``RadixTree``), ``publisher`` / ``indexer`` (Dynamo's deployed paths)
+    paths: tuple[str, ...] = ("raw",)
     # whether a divergent operation list diverges from the real implementation (re-checked
     # outside a mutant by the mutation benchmark); None: not re-checkable
     diverges: Callable[[Any], bool] | None = None

@@ -94,6 +94,11 @@ class EngineSocket:
         self._sock.send_multipart([b"", self.seq.to_bytes(8, "big"), msgpack.packb([0.0, events, dp_rank])])
         self.seq += 1
 
+    def send_raw(self, payload: bytes, topic: bytes = b"") -> None:
+        """Relay an engine's batch as it was sent (its own sequence number replaced by ours)."""
+        self._sock.send_multipart([topic, self.seq.to_bytes(8, "big"), payload])
+        self.seq += 1
+
     def close(self) -> None:
         self._sock.close(0)
         self._ctx.term()

@@ -75,6 +75,7 @@ ROUTER_SALT = 1337
 MASK64 = (1 << 64) - 1
 MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "tiny-llama"
 TOPIC = "kv-events"  # the ZMQ topic vLLM publishes under
+PATHS = ("raw", "publisher", "indexer")  # how the stream reaches a router (``run``'s ``path``)
 SEGMENTS = 4  # distinct 32-token segments prompts are built from
 
 
@@ -254,6 +255,8 @@ class Engine:
         self.sub.setsockopt_string(zmq.SUBSCRIBE, TOPIC)
         self.seq = -1
         self.received = 0  # batches read off the wire; every published batch is read, in order
+        # every batch read off the wire, as sent (a deployed path's relay gets them unchanged)
+        self.forward: Callable[[bytes], None] | None = None
         self._join()
         self.none_hash = self._none_hash()
 
@@ -290,6 +293,8 @@ class Engine:
             raise EngineError(f"the KV-event stream skipped from batch {self.seq} to {seq}")
         self.seq = seq
         self.received += 1
+        if self.forward is not None:
+            self.forward(payload)
         raw = msgspec.msgpack.decode(payload)  # [ts, [events], dp_rank]
         return list(raw[1])
 
@@ -482,6 +487,7 @@ class StreamCheck:
         self.copy_removed: set[int] = set()  # hashes removed while another copy remained
         self.parent_of: dict[int, int | None] = {}
         self.model_divergences: list[dict[str, Any]] = []
+        self.path_divergences: list[dict[str, Any]] = []  # a deployed path against its model
         self.steps: list[dict[str, Any]] = []  # the schedule as the scheduler system's trace steps
         self.step_action: dict[int, int] = {}  # engine step -> its index in ``steps``
 
@@ -683,13 +689,77 @@ def model_compare(steps: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-def check_schedule(engine: Engine, s: Schedule) -> tuple[StreamCheck, dict[str, int]]:
+class PathCheck:
+    """A deployed path (``kvmodel/conformance/deployed.py``) behind the engine: every batch vLLM
+    publishes is relayed unchanged to it and to the router model of that path (the publisher's
+    dedup filter or none); after every engine step the path is drained by its barrier and the
+    router's overlap for each of the schedule's prompts must equal the model's. The raw path's
+    model runs beside it, so the steps where the two paths' views differ are counted
+    (``path_differs``: where the model says they do)."""
+
+    def __init__(self, kind: str) -> None:
+        from kvmodel.conformance import deployed
+
+        self.kind = kind
+        self.path = deployed.DeployedPath(kind, BLOCK_SIZE)
+        self.divergences: list[dict[str, Any]] = []
+        self.differs = self.behind = 0
+        self.start([])
+
+    def start(self, prompts: list[list[int]]) -> None:
+        """A schedule starts: the path and its models empty (the engine was reset unpublished)."""
+        from kvmodel.conformance import deployed
+
+        self.path.step([["AllBlocksCleared"]])
+        self.model = deployed.ModelPath(self.kind, BLOCK_SIZE)
+        self.raw = deployed.ModelPath("raw", BLOCK_SIZE, dedup=False)
+        self.prompts = prompts
+        self.divergences = []
+        self.differs = 0
+        self.behind = 0  # steps where the router reports less of a prompt than the engine caches
+
+    def forward(self, payload: bytes) -> None:
+        import msgspec
+
+        self.path.engine.send_raw(payload)
+        events = [_event_json(e) for e in msgspec.msgpack.decode(payload)[1]]
+        self.model.step(events)
+        self.raw.step(events)
+
+    def on_step(self, step: int, cached: set[int], none_hash: bytes) -> None:
+        self.path.drain()
+        behind = False
+        for i, p in enumerate(self.prompts):
+            real, want = self.path.overlap(p), self.model.overlap(p)
+            if real != want and len(self.divergences) < 5:
+                self.divergences.append({"step": step, "request": i, "router": real, "model": want})
+            # the engine's own view: the prompt's leading blocks it holds cached
+            engine = next((k for k, h in enumerate(_vllm_chain(none_hash, p)) if h not in cached), len(p) // BLOCK_SIZE)
+            behind = behind or real < engine
+        if any(self.model.overlap(p) != self.raw.overlap(p) for p in self.prompts):
+            self.differs += 1
+        if behind:
+            self.behind += 1
+
+    def close(self) -> None:
+        self.path.close()
+
+
+def check_schedule(engine: Engine, s: Schedule, path: PathCheck | None = None) -> tuple[StreamCheck, dict[str, int]]:
     chk = StreamCheck(engine.none_hash)
+    if path is not None:
+        path.start([r.prompt() for r in s.requests])
 
     def on_step(step: int, events: list[dict[str, Any]], cached: set[int]) -> None:
         chk.on_step(step, events, cached)
+        if path is not None:
+            path.on_step(step, cached, engine.none_hash)
 
     counts = engine.run(s, on_step)
+    if path is not None:
+        chk.path_divergences = list(path.divergences)
+        counts["path_differs_from_raw"] = path.differs
+        counts["path_behind_engine"] = path.behind
     counts["modelled"] = 1
     chk.steps = trace_steps(engine.actions, engine.generated, engine.none_hash)
     chk.step_action = dict(engine.step_action)
@@ -700,7 +770,7 @@ def check_schedule(engine: Engine, s: Schedule) -> tuple[StreamCheck, dict[str, 
 
 
 def failed(chk: StreamCheck) -> bool:
-    return bool(chk.violations or chk.divergences or chk.unnamed or chk.model_divergences)
+    return bool(chk.violations or chk.divergences or chk.unnamed or chk.model_divergences or chk.path_divergences)
 
 
 def run(
@@ -710,21 +780,35 @@ def run(
     revision: str | None = None,
     progress: Callable[[int], None] | None = None,
     engine: Engine | None = None,
+    path: str = "raw",
 ) -> dict[str, Any]:
     """``kvmodel conform --target vllm-engine``: ``workloads`` generated schedules of at most
     ``max_ops`` requests. The report (deterministic for a seed: no timings) has the totals, every
-    named difference counted, and the first failing schedule shrunk."""
+    named difference counted, and the first failing schedule shrunk. ``path``: ``raw`` (the
+    engine's stream into ``RadixTree``), or ``publisher`` / ``indexer`` (the stream also relayed
+    through that deployed path, :class:`PathCheck`)."""
     from kvmodel.conformance.search import failing_examples
 
+    if path not in PATHS:
+        raise EngineError(f"unknown path {path!r}: one of {', '.join(PATHS)}")
     own = engine is None
     eng = engine or Engine()
     totals: dict[str, int] = {"schedules": 0}
     named: dict[str, int] = {}
     first: list[tuple[Schedule, StreamCheck]] = []
+    pc: PathCheck | None = None
     try:
+        if path != "raw":
+            from kvmodel.conformance.deployed import PathError
+
+            try:
+                pc = PathCheck(path)
+            except PathError as e:
+                raise EngineError(str(e)) from None
+            eng.forward = pc.forward
 
         def diverges(s: Schedule, shrinking: bool) -> bool:
-            chk, counts = check_schedule(eng, s)
+            chk, counts = check_schedule(eng, s, pc)
             if not shrinking:
                 totals["schedules"] += 1
                 for k, v in (counts | chk.counts).items():
@@ -740,10 +824,14 @@ def run(
 
         failing_examples(schedule_strategy(max_ops), workloads=workloads, seed=seed, diverges=diverges)
     finally:
+        eng.forward = None
+        if pc is not None:
+            pc.close()
         if own:
             eng.close()
     out: dict[str, Any] = {
         "target": "vllm-engine",
+        "path": path,
         "engine": {
             "vllm": _vllm_version(),
             "block_size": BLOCK_SIZE,
@@ -767,6 +855,7 @@ def run(
             "router_divergences": chk.divergences[:3],
             "unnamed_router_vs_engine": chk.unnamed[:3],
             "model_divergences": chk.model_divergences[:3],
+            "path_divergences": chk.path_divergences[:3],
         }
         out["trace"] = engine_trace(s, chk, seed)
     return out
@@ -844,7 +933,14 @@ def describe(out: dict[str, Any]) -> list[str]:
         "action (answers, finished requests, each step's events up to the renaming the tokens give)"
     )
     for name, n in out["named_differences"].items():
-        lines.append(f"  named difference {name}: router and engine cache differ at {n} step(s)")
+        lines.append(f"  named difference {name} (raw path): router and engine cache differ at {n} step(s)")
+    if out.get("path", "raw") != "raw":
+        lines.append(
+            f"  the {out['path']} path (Dynamo's real one, drained by a barrier after every step): its router "
+            f"agreed with the model of that path at every step; it reported less of a prompt than the engine "
+            f"caches at {c.get('path_behind_engine', 0)} step(s); its view differed from the raw path's at "
+            f"{c.get('path_differs_from_raw', 0)} step(s)"
+        )
     if out["divergences"]:
         lines.append("  shrunk schedule: " + json.dumps(out["counterexample"], sort_keys=True))
         lines.append("  " + json.dumps(out["first_divergence"], sort_keys=True)[:2000])

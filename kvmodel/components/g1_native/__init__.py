@@ -109,6 +109,7 @@ VLLM_ENGINE = ConformTarget(
     describe=conform.engine_describe,
     in_check=False,
     counterexample_key="schedule",
+    paths=("raw", "publisher", "indexer"),
 )
 
 

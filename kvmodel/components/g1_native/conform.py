@@ -108,10 +108,11 @@ def engine_run(
     max_ops: int = 6,
     revision: str | None = None,
     progress: Callable[[int], None] | None = None,
+    path: str = "raw",
 ) -> dict[str, Any]:
     from kvmodel.conformance import vllm_engine
 
-    return vllm_engine.run(workloads=workloads, seed=seed, max_ops=max_ops, progress=progress)
+    return vllm_engine.run(workloads=workloads, seed=seed, max_ops=max_ops, progress=progress, path=path)
 
 
 def engine_describe(out: dict[str, Any]) -> list[str]:
