@@ -732,7 +732,7 @@ class PathCheck:
         for i, p in enumerate(self.prompts):
             real, want = self.path.overlap(p), self.model.overlap(p)
             if real != want and len(self.divergences) < 5:
-                self.divergences.append({"step": step, "request": i, "router": real, "model": want})
+                self.divergences.append({"step": step, "request": i, "path_overlap": real, "model_overlap": want})
             # the engine's own view: the prompt's leading blocks it holds cached
             engine = next((k for k, h in enumerate(_vllm_chain(none_hash, p)) if h not in cached), len(p) // BLOCK_SIZE)
             behind = behind or real < engine
