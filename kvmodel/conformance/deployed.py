@@ -64,7 +64,8 @@ def available() -> str | None:
     return None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on loopback now (for a socket about to bind it)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -77,7 +78,7 @@ class EngineSocket:
     def __init__(self) -> None:
         import zmq
 
-        self.port = _free_port()
+        self.port = free_port()
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.PUB)
         self._sock.setsockopt(zmq.LINGER, 0)
@@ -277,7 +278,7 @@ class _IndexerReader:
     """``python -m dynamo.indexer`` subscribed to the engine socket, read over HTTP."""
 
     def __init__(self, address: str, block_size: int) -> None:
-        self.port, self.block_size = _free_port(), block_size
+        self.port, self.block_size = free_port(), block_size
         self.proc = subprocess.Popen(
             [
                 sys.executable,

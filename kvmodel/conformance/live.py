@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from typing import Any
 
+from kvmodel.conformance.deployed import free_port
 from kvmodel.conformance.mocker import Workload
 
 
@@ -34,14 +34,6 @@ def available() -> str | None:
     except ImportError as e:
         return f"the live path needs ai-dynamo-runtime, pyzmq and msgpack (kvmodel[real]): {e}"
     return None
-
-
-def _port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = int(s.getsockname()[1])
-    s.close()
-    return port
 
 
 async def _run(w: Workload) -> dict[str, Any]:
@@ -59,7 +51,7 @@ async def _run(w: Workload) -> dict[str, Any]:
     )
 
     os.environ.setdefault("DYN_SELF_HOST_METADATA", "0")
-    pub, replay = _port(), _port()
+    pub, replay = free_port(), free_port()
     rt = DistributedRuntime(asyncio.get_running_loop(), "mem", "tcp", event_plane="zmq")
     cfg = _normalize_mocker_config(
         {
