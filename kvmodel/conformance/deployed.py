@@ -129,9 +129,13 @@ class DeployedPath:
                 if kind == "publisher"
                 else _IndexerReader(self.engine.address, block_size)
             )
-            self._join()
         except BaseException:
             self.engine.close()
+            raise
+        try:
+            self._join()
+        except BaseException:
+            self.close()  # the path's runtime or subprocess too, not only the socket
             raise
 
     # -- the barrier
