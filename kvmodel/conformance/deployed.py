@@ -214,7 +214,15 @@ class _PublisherReader:
         self.thread.start()
         self.worker_id: int | None = None
         self._serving: Any = None
-        self._call(self._start(address), 30.0)
+        self.rt: Any = None
+        self.publisher: Any = None
+        try:
+            self._call(self._start(address), 30.0)
+        except BaseException as e:
+            self.close()
+            if isinstance(e, Exception) and not isinstance(e, PathError):
+                raise PathError(f"the Dynamo runtime's worker path did not start: {e}") from None
+            raise
 
     def _call(self, coro: Any, timeout: float) -> Any:
         try:
@@ -265,10 +273,12 @@ class _PublisherReader:
         return int(self._call(self._overlap(list(tokens)), 10.0))
 
     async def _stop(self) -> None:
-        self.publisher.shutdown()
+        if self.publisher is not None:
+            self.publisher.shutdown()
         if self._serving is not None:
             self._serving.cancel()
-        self.rt.shutdown()
+        if self.rt is not None:
+            self.rt.shutdown()
 
     def close(self) -> None:
         try:
