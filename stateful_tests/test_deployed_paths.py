@@ -193,3 +193,26 @@ def test_the_publishers_filter_lets_a_removed_through_only_when_no_copy_is_left(
             ev = KvCacheEvent(0, Cleared(), rank)
             assert f.publish(ev) == ev
             copies = {k: v for k, v in copies.items() if k[0] != rank}
+
+
+def test_a_path_that_stops_answering_is_no_verdict(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    """A barrier that never completes mid-run is a harness error: ``kvmodel conform`` exits 2
+    with one line, never 0 or 1."""
+    from kvmodel import cli
+    from kvmodel.conformance import vllm_engine as ve
+
+    why = ve.real_available() or deployed.available()
+    require(why is None, str(why))
+
+    real_drain, calls = deployed.DeployedPath.drain, [0]
+
+    def stalls(self: deployed.DeployedPath) -> None:  # a few steps in, the path stops answering
+        calls[0] += 1
+        if calls[0] > 5:
+            raise deployed.PathTimeout("the publisher path did not apply a barrier within 10.0 s")
+        real_drain(self)
+
+    monkeypatch.setattr(deployed.DeployedPath, "drain", stalls)
+    rc = cli.main(["conform", "--target", "vllm-engine", "--path", "publisher", "--workloads", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and err and "did not apply a barrier" in err[-1]

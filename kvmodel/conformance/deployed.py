@@ -36,6 +36,8 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from kvmodel.harness import HarnessError
+
 os.environ.setdefault("DYN_LOG", "error")  # before the first import of the wheel: read once
 
 MODEL = "kvmodel"
@@ -44,8 +46,9 @@ MARK_TOKEN = 900_000_000  # marker blocks' tokens start here (far from any promp
 MARK_HASH = 1 << 62  # marker blocks' engine hashes start here
 
 
-class PathError(Exception):
-    """A deployed path could not be started or answered wrongly (one line)."""
+class PathError(HarnessError):
+    """A deployed path could not be started or answered wrongly (one line): no verdict, as any
+    harness failure (``kvmodel conform`` exits 2, never a pass or a violation)."""
 
 
 class PathTimeout(PathError):
