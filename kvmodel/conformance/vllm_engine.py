@@ -714,6 +714,7 @@ class PathCheck:
         self.model = deployed.ModelPath(self.kind, BLOCK_SIZE)
         self.raw = deployed.ModelPath("raw", BLOCK_SIZE, dedup=False)
         self.prompts = prompts
+        self.chains: list[list[int]] | None = None
         self.divergences = []
         self.differs = 0
         self.behind = 0  # steps where the router reports less of a prompt than the engine caches
@@ -728,15 +729,18 @@ class PathCheck:
 
     def on_step(self, step: int, cached: set[int], none_hash: bytes) -> None:
         self.path.drain()
-        behind = False
-        for i, p in enumerate(self.prompts):
+        if self.chains is None:  # the prompts' vLLM hashes, once per schedule
+            self.chains = [_vllm_chain(none_hash, p) for p in self.prompts]
+        behind = differs = False
+        for i, (p, chain) in enumerate(zip(self.prompts, self.chains, strict=True)):
             real, want = self.path.overlap(p), self.model.overlap(p)
             if real != want and len(self.divergences) < 5:
                 self.divergences.append({"step": step, "request": i, "path_overlap": real, "model_overlap": want})
             # the engine's own view: the prompt's leading blocks it holds cached
-            engine = next((k for k, h in enumerate(_vllm_chain(none_hash, p)) if h not in cached), len(p) // BLOCK_SIZE)
+            engine = next((k for k, h in enumerate(chain) if h not in cached), len(chain))
             behind = behind or real < engine
-        if any(self.model.overlap(p) != self.raw.overlap(p) for p in self.prompts):
+            differs = differs or want != self.raw.overlap(p)
+        if differs:
             self.differs += 1
         if behind:
             self.behind += 1
