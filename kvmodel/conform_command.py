@@ -33,11 +33,20 @@ def add_parser(sub: Any, command: Any) -> None:
         "--max-requests", type=integer(1, 64), help="--target vllm-engine: requests per schedule, 1 .. 64 (default 6)"
     )
     cf.add_argument("--revision", help="the model's revision, where the target has several (first: default)")
+    sg = cf.add_argument_group("--target sglang-radix-cache")
+    sg.add_argument(
+        "--cache",
+        choices=("unified-rust", "unified-python", "radix", "all"),
+        help="SGLang's cache: unified-rust (default, the scheduler's), unified-python, radix, or all "
+        "(the three, their answers compared)",
+    )
+    sg.add_argument("--page-size", type=integer(1, 64), help="SGLang's page size, 1 .. 64 (default 4)")
+    sg.add_argument("--event-format", choices=("default", "dynamo"), help="SGLang's KV event format (default: default)")
     cf.add_argument(
         "--path",
         help="how the real events reach a router: raw (default: into RadixTree), publisher (the worker's "
         "KvEventPublisher to the router over the event plane) or indexer (python -m dynamo.indexer); "
-        "publisher and indexer with --target vllm-engine",
+        "publisher and indexer with --target vllm-engine and sglang-radix-cache",
     )
     x = cf.add_argument_group("--target exec: a program speaking the harness protocol, given after --")
     x.add_argument("--component", help="the component the program implements (required with --target exec)")
@@ -82,6 +91,10 @@ def cmd_conform(args: argparse.Namespace) -> int:
         )
     if args.max_requests is not None and t.name != "vllm-engine":
         raise UsageError("--max-requests goes with --target vllm-engine")
+    sglang = {"cache": args.cache, "page_size": args.page_size, "event_format": args.event_format}
+    if t.name != "sglang-radix-cache" and any(v is not None for v in sglang.values()):
+        raise UsageError("--cache, --page-size and --event-format go with --target sglang-radix-cache")
+    via_sglang = {k: v for k, v in sglang.items() if v is not None}
     if args.path is not None and args.path not in t.paths:
         raise UsageError(f"--path: {t.name} takes {', '.join(t.paths)}, got {args.path!r}")
     via = {} if args.path is None or args.path == t.paths[0] else {"path": args.path}
@@ -100,6 +113,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
                 revision=args.revision,
                 progress=lambda n: bar.update(f"{n} of {args.workloads} workloads"),
                 **via,
+                **via_sglang,
             )
     except HarnessError as e:  # the harness failed: no verdict (neither a pass nor a kill)
         print(f"kvmodel conform: {t.name}: {e}", file=sys.stderr)

@@ -33,10 +33,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kvmodel.harness import HarnessError
+
+# Dynamo's tokens_hash of a stored event's blocks: (tokens, lora_name, cache_salt) -> per block
+LocalHash = Callable[[Sequence[int], Any, Any], list[int]]
 
 os.environ.setdefault("DYN_LOG", "error")  # before the first import of the wheel: read once
 
@@ -360,10 +363,13 @@ class _IndexerReader:
 # -- the model's side: the same engine messages through the modelled path
 
 
-def router_events(message: Sequence[Any], block_size: int, dp_rank: int = 0) -> list[Any]:
-    """The router's events for one engine message (vLLM's wire events, dict form, or
+def router_events(
+    message: Sequence[Any], block_size: int, dp_rank: int = 0, local: LocalHash | None = None
+) -> list[Any]:
+    """The router's events for one engine message (vLLM's or SGLang's wire events, dict form, or
     ``["AllBlocksCleared"]``), as Dynamo converts them: a BlockStored's blocks keep the engine's
-    hashes as ``block_hash`` and get ``tokens_hash`` from their tokens (XXH3, seed 1337)."""
+    hashes as ``block_hash`` (as u64) and get ``tokens_hash`` from their tokens (XXH3, seed 1337;
+    ``local(tokens, lora_name, cache_salt)`` when the event's namespace enters the hash)."""
     from kvmodel.model.events import Cleared, KvCacheEvent, Removed, Stored, StoredBlock
     from kvmodel.model.hashing import local_block_hashes
 
@@ -371,12 +377,15 @@ def router_events(message: Sequence[Any], block_size: int, dp_rank: int = 0) -> 
     for e in message:
         kind = e[0] if isinstance(e, list) else e.get("type")
         if kind == "BlockStored":
-            local = local_block_hashes(e["token_ids"], block_size)
-            blocks = tuple(StoredBlock(int(h), lh) for h, lh in zip(e["block_hashes"], local, strict=True))
+            if local is None:
+                lhs = local_block_hashes(e["token_ids"], block_size)
+            else:
+                lhs = local(e["token_ids"], e.get("lora_name"), e.get("cache_salt"))
+            blocks = tuple(StoredBlock(_u64(h), lh) for h, lh in zip(e["block_hashes"], lhs, strict=True))
             parent = e.get("parent_block_hash")
-            out.append(KvCacheEvent(0, Stored(None if parent is None else int(parent), blocks), dp_rank))
+            out.append(KvCacheEvent(0, Stored(None if parent is None else _u64(parent), blocks), dp_rank))
         elif kind == "BlockRemoved":
-            out.append(KvCacheEvent(0, Removed(tuple(int(h) for h in e["block_hashes"])), dp_rank))
+            out.append(KvCacheEvent(0, Removed(tuple(_u64(h) for h in e["block_hashes"])), dp_rank))
         elif kind == "AllBlocksCleared":
             out.append(KvCacheEvent(0, Cleared(), dp_rank))
         else:
@@ -384,22 +393,28 @@ def router_events(message: Sequence[Any], block_size: int, dp_rank: int = 0) -> 
     return out
 
 
+def _u64(h: Any) -> int:
+    """An engine hash as Dynamo reads it (``BlockHashValue::into_u64``: a signed one cast)."""
+    return int(h) & 0xFFFFFFFFFFFFFFFF
+
+
 class ModelPath:
     """The router model (the 1.6.1 compressed tree) fed each engine message, through the
     publisher's dedup filter (``publisher``) or not (``indexer``, and the raw path)."""
 
-    def __init__(self, kind: str, block_size: int, dedup: bool | None = None) -> None:
+    def __init__(self, kind: str, block_size: int, dedup: bool | None = None, local: LocalHash | None = None) -> None:
         from kvmodel.model.publisher import DedupFilter
         from kvmodel.model.router import CompressedRadixTree
 
         self.block_size = block_size
+        self.local = local
         self.tree = CompressedRadixTree()
         self.filter = DedupFilter() if (kind == "publisher" if dedup is None else dedup) else None
 
     def step(self, message: Sequence[Any], dp_rank: int = 0) -> None:
         from kvmodel.model.errors import ModelError
 
-        for ev in router_events(message, self.block_size, dp_rank):
+        for ev in router_events(message, self.block_size, dp_rank, self.local):
             passed = ev if self.filter is None else self.filter.publish(ev)
             if passed is None:
                 continue
