@@ -17,9 +17,11 @@ API_COMPONENTS = components.names(lambda c: c.api_space)
 
 
 def test_every_component_with_a_system_has_a_workload_world() -> None:
-    # the scheduler system is the reference vLLM-engine traces replay on: its workloads are the
-    # engine's schedules (kvmodel conform --target vllm-engine), not generated operations
-    assert set(API_COMPONENTS) == set(components.names(lambda c: c.system)) - {"router", "mocker_vllm_scheduler"}
+    # the scheduler system is the reference vLLM-engine traces replay on, and SGLang's cache the one
+    # SGLang's traces replay on: their workloads are the engines' schedules (kvmodel conform
+    # --target vllm-engine / sglang-radix-cache), not generated operations
+    engines = {"mocker_vllm_scheduler", "sglang_radix_cache"}
+    assert set(API_COMPONENTS) == set(components.names(lambda c: c.system)) - {"router", *engines}
 
 
 @pytest.mark.parametrize("component", API_COMPONENTS)

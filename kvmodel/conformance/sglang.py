@@ -93,12 +93,15 @@ class SglangError(HarnessError):
 
 
 def python() -> Path:
-    """The SGLang venv's interpreter: ``$KVMODEL_SGLANG_PYTHON``, else ``.venv-sglang`` beside the
-    checkout (``tools/install-sglang.sh`` builds it there)."""
+    """The SGLang venv's interpreter: ``$KVMODEL_SGLANG_PYTHON``, else that of
+    ``$KVMODEL_SGLANG_VENV`` or of ``.venv-sglang`` beside the checkout (where
+    ``tools/install-sglang.sh`` builds it)."""
     env = os.environ.get("KVMODEL_SGLANG_PYTHON")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / ".venv-sglang" / "bin" / "python"
+    venv = os.environ.get("KVMODEL_SGLANG_VENV")
+    root = Path(venv) if venv else Path(__file__).resolve().parents[2] / ".venv-sglang"
+    return root / "bin" / "python"
 
 
 def available() -> str | None:

@@ -213,7 +213,32 @@ class Worker:
         return out
 
 
+def self_check() -> int:
+    """``--self-check``: every cache kind once (an insert, a match, an evict, a flush); prints the
+    versions and the events, and builds SGLang's C++ hash extension on first use."""
+    import time
+
+    for kind in ("unified-rust", "unified-python", "radix"):
+        t = time.monotonic()
+        w = Worker()
+        w.reset({"cache": kind, "page_size": 4, "size": 64, "format": "default"})
+        tokens = list(range(100, 118))
+        steps = [("insert", {"tokens": tokens, "ns": [None, None]}), ("match", {"tokens": tokens, "ns": [None, None]})]
+        steps += [("evict", {"num_tokens": 64}), ("flush", {}), ("versions", {})]
+        answers = [w.answer(op, a) for op, a in steps]
+        if any("error" in a for a in answers) or answers[0]["returns"] != 0 or answers[1]["returns"] != 16:
+            print(f"{kind}: FAILED {answers}")
+            return 1
+        v = answers[-1]["returns"]
+        n = sum(len(a["events"]) for a in answers)
+        took = time.monotonic() - t
+        print(f"{kind}: sglang {v['sglang']} (torch {v['torch']}, {v['backend']} core): {n} events, {took:.1f} s")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--self-check"]:
+        return self_check()
     w = Worker()
     out = sys.stdout
     for line in sys.stdin:

@@ -266,7 +266,7 @@ class SglangCacheSystem(System):
         """The page paths of the node holding ``path``, root to leaf."""
         ns, pages = path
         start = len(pages) - 1
-        while start > 0 and (ns, pages[:start]) not in self.ends:
+        while start > 0 and (ns, pages[:start]) not in self.ends and (ns, pages[:start]) in self.cached:
             start -= 1
         out = [(ns, pages[: i + 1]) for i in range(start, len(pages))]
         cur = path
