@@ -216,3 +216,38 @@ def test_a_path_that_stops_answering_is_no_verdict(monkeypatch: pytest.MonkeyPat
     rc = cli.main(["conform", "--target", "vllm-engine", "--path", "publisher", "--workloads", "2"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and err and "did not apply a barrier" in err[-1]
+
+
+def test_a_chain_restored_under_new_hashes_is_cut_on_the_publisher_path_only(path: deployed.DeployedPath) -> None:
+    """Observed on ai-dynamo-runtime 1.6.1, not modelled (the rule is not located in the Rust):
+    once a block's tokens were stored under one engine hash, a later chain that stores the same
+    tokens under other hashes (as SGLang's ``dynamo`` event format does for two ``extra_key``
+    tenants) reaches the router of the deployed worker path cut after the blocks it already knew,
+    even after an AllBlocksCleared; the standalone indexer and the ``RadixTree`` (and the router
+    model) store the whole chain. ``docs/findings.md`` (SGLang) has it per path."""
+    first = list(range(5000, 5004))
+    chain = [*first, *range(5004, 5016)]
+    path.step([stored([501], first)])
+    path.step([CLEARED])
+    assert path.overlap(chain) == 0
+    path.step([stored([601, 602, 603, 604], chain)])
+    model = deployed.ModelPath(path.kind, BS)
+    for message in ([stored([501], first)], [CLEARED], [stored([601, 602, 603, 604], chain)]):
+        model.step(message)
+    assert model.overlap(chain) == 4
+    assert path.overlap(chain) == (1 if path.kind == "publisher" else 4)
+    path.step([CLEARED])
+
+
+@pytest.mark.parametrize("kind", ["publisher", "indexer"])
+def test_the_real_mockers_stream_through_each_path_agrees_with_its_model(kind: str) -> None:
+    """``kvmodel conform --target dynamo-mocker --path``: the real 1.6.1 mocker's events relayed
+    through the path after its offline replay; the native pool publishes per hash, so no
+    per-copy filtering happens and the path's view never differs from the raw path's."""
+    from kvmodel.conformance import mocker
+
+    why = deployed.available() or mocker.available()
+    require(why is None, f"the mocker path needs the real wheel: {why}")
+    out = mocker.run(workloads=30, seed=61, path=kind).to_json()
+    assert out["divergences"] == 0, out.get("first_divergence")
+    assert out["path_events"] > 0 and out["path_differs_from_raw"] == 0

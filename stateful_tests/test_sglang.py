@@ -217,3 +217,35 @@ def test_sglang_options_go_with_the_sglang_target_only(capsys: Any) -> None:
 
     assert main(["conform", "--target", "dynamo-radix-tree", "--cache", "radix"]) == 2
     assert "--cache" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["publisher", "indexer"])
+def test_the_namespace_case_on_each_deployed_path(sg: Any, workers: Any, kind: str) -> None:
+    """Issue 61: in the default format two tenants publish identical hashes, so the worker's
+    publisher holds the one copy's Removed (its per-copy filter) and its router keeps the block;
+    the standalone indexer drops it as the raw path does. Each real path agrees with its model."""
+    from kvmodel.conformance import deployed
+
+    why = deployed.available()
+    if why:
+        require(why)
+    s = sg.Schedule.from_json({"prompts": [[[0, 1], 0]], "ops": [["insert", 0, 0], ["insert", 0, 1], ["evict", 1]]})
+    w = workers["unified-rust"]
+    relay = sg.PathRelay(kind, 4)
+    try:
+        w.reset(w.config)
+        relay.start()
+        r = sg.ScheduleRun(w, s, 4, "default", relay)
+        r.run()
+        assert not relay.divergences and not r.failed()
+        assert [d["name"] for d in r.router.named] == [sg.NAMED]  # on the raw path
+        assert (relay.behind, relay.differs) == ((0, 1) if kind == "publisher" else (1, 0))
+    finally:
+        relay.close()
+
+
+@pytest.mark.parametrize("kind", ["publisher", "indexer"])
+def test_generated_schedules_agree_with_each_deployed_path(sg: Any, workers: Any, kind: str) -> None:
+    out = sg.run(workloads=40, seed=61, path=kind, workers=workers)
+    assert out["divergences"] == 0, json.dumps(out.get("first_divergence"))[:2000]
+    assert out["path"] == kind and out["counts"]["probes"] > 0

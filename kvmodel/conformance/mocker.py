@@ -496,6 +496,88 @@ class RealMocker:
         return _observation(real_run(workload(self.config, args)))
 
 
+class PathMocker(RealMocker):
+    """The real mocker with its events also relayed through one of Dynamo's deployed paths
+    (:mod:`kvmodel.conformance.deployed`, ``kvmodel conform --target dynamo-mocker --path``). The
+    mocker replays a workload offline, so its stream is relayed after the replay, one event per
+    engine message in vLLM's wire form (each Stored block's tokens recovered from the requests'
+    tokens through its tokens hash, which the path recomputes), the path drained by its barrier
+    after each; after each event the path router's overlap for every request's tokens must equal
+    its model's (the router model through the modelled path), and the events at which the
+    modelled path's view differs from the raw path's are counted. The mocker's own cache is not
+    observable between events (offline replay); the model checks it by the event stream itself."""
+
+    def __init__(self, kind: str) -> None:
+        from kvmodel.conformance import deployed
+
+        super().__init__()
+        self.kind = kind
+        self.path: Any = None
+        self._deployed = deployed
+
+    def _open(self, block_size: int) -> Any:
+        if self.path is None or self.path.block_size != block_size:
+            self.close()
+            self.path = self._deployed.DeployedPath(self.kind, block_size)
+        return self.path
+
+    def step(self, op: str, args: Any) -> dict[str, Any]:
+        w = workload(self.config, args)
+        run = real_run(w)
+        obs = _observation(run)
+        if not (run.late or run.stalled):
+            obs["path"] = self.relay(w, run)
+        return obs
+
+    def relay(self, w: Workload, run: Run) -> dict[str, Any]:
+        d = self._deployed
+        bs = w.block_size
+        path = self._open(bs)
+        path.step([{"type": "AllBlocksCleared"}])
+        model, raw = d.ModelPath(self.kind, bs), d.ModelPath("raw", bs, dedup=False)
+        seqs = [list(p) + list(g) for p, g in zip(w.prompts, run.generated or [[] for _ in w.prompts], strict=True)]
+        tokens_of: dict[int, list[int]] = {}
+        for toks in seqs:
+            for i, lh in enumerate(local_block_hashes(toks, bs)):
+                tokens_of.setdefault(lh, toks[i * bs : (i + 1) * bs])
+        divergences: list[dict[str, Any]] = []
+        differs = 0
+        for e in run.events:
+            message = [_wire(e, tokens_of)]
+            path.step(message)
+            model.step(message)
+            raw.step(message)
+            differs += any(model.overlap(t) != raw.overlap(t) for t in seqs)
+            for k, t in enumerate(seqs):
+                got, want = path.overlap(t), model.overlap(t)
+                if got != want and len(divergences) < 3:
+                    divergences.append({"event_id": e["event_id"], "request": k, "path": got, "model": want})
+        return {"divergences": divergences, "differs": differs, "events": len(run.events)}
+
+    def close(self) -> None:
+        if self.path is not None:
+            self.path.close()
+            self.path = None
+
+
+def _wire(e: dict[str, Any], tokens_of: dict[int, list[int]]) -> dict[str, Any]:
+    """One mocker event in vLLM's wire form (what an engine's ZMQ socket carries)."""
+    d = e["data"]
+    if "stored" in d:
+        st = d["stored"]
+        toks = [t for b in st["blocks"] for t in tokens_of[b["tokens_hash"]]]
+        return {
+            "type": "BlockStored",
+            "block_hashes": [b["block_hash"] for b in st["blocks"]],
+            "parent_block_hash": st.get("parent_hash"),
+            "token_ids": toks,
+            "block_size": len(toks) // max(1, len(st["blocks"])),
+        }
+    if "removed" in d:
+        return {"type": "BlockRemoved", "block_hashes": list(d["removed"]["block_hashes"])}
+    return {"type": "AllBlocksCleared"}
+
+
 class ModelMocker:
     """The model (:func:`model_run`) behind the conformance contract. Sampling is the engine's
     choice: ``given`` takes the tokens the real mocker generated, and the model computes them."""
@@ -540,6 +622,8 @@ def compare_runs(op: str, args: Any, model: dict[str, Any], real: Any, memo: dic
     streams, then the per-request cached tokens."""
     if real["late"]:
         return ("timing", "groups finish before the next arrives", "a group ran late")
+    if real.get("path", {}).get("divergences"):  # the deployed path against its model
+        return ("path", [], real["path"]["divergences"])
     for i, y in enumerate(real["events"]):
         why = lineage_fault(y)
         if why is not None:
@@ -577,6 +661,9 @@ def _tally(rep: Report, op: str, args: Any, model: dict[str, Any], real: dict[st
         cov[k] = cov.get(k, 0) + v
     if not (real["stalled"] or model["stalled"]):
         rep.extra["events"] += len(real["events"])
+    if "path" in real:
+        rep.extra["path_events"] = rep.extra.get("path_events", 0) + real["path"]["events"]
+        rep.extra["path_differs_from_raw"] = rep.extra.get("path_differs_from_raw", 0) + real["path"]["differs"]
 
 
 def compare(w: Workload) -> tuple[Divergence | None, int]:
@@ -624,19 +711,37 @@ def workload_strategy(max_requests: int = 6) -> Any:
     )
 
 
-def run(*, workloads: int, seed: int = 0, component: str = "", progress: Callable[[int], None] | None = None) -> Report:
+def run(
+    *,
+    workloads: int,
+    seed: int = 0,
+    component: str = "",
+    progress: Callable[[int], None] | None = None,
+    path: str = "raw",
+) -> Report:
     """Generate ``workloads`` workloads (seeded); on the first divergence shrink it (Hypothesis).
-    ``extra``: requests, real events, and the coverage (:func:`_tally`)."""
+    ``extra``: requests, real events, and the coverage (:func:`_tally`). ``path``: ``raw``, or
+    ``publisher`` / ``indexer`` (the real events also relayed through that deployed path,
+    :class:`PathMocker`)."""
     rep = Report(
         RealMocker.name,
         component,
         target="dynamo-mocker",
         seed=seed,
-        extra={"requests": 0, "events": 0, "coverage": {}},
+        extra={"requests": 0, "events": 0, "coverage": {}, "path": path},
     )
+    real: RealMocker = RealMocker() if path == "raw" else PathMocker(path)
+    try:
+        return _run(rep, real, workloads, progress)
+    finally:
+        if isinstance(real, PathMocker):
+            real.close()
+
+
+def _run(rep: Report, real: RealMocker, workloads: int, progress: Callable[[int], None] | None) -> Report:
     return differential_.run(
         ModelMocker(),
-        RealMocker(),
+        real,
         rep,
         strategy=workload_strategy(),
         case=case,

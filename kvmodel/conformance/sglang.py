@@ -79,7 +79,7 @@ NAMESPACES: tuple[Ns, ...] = (
     ("tenant-a", "salt-1"),
 )
 SEGMENTS = 6  # segment 5 is segment 0 with its last token changed
-PAGES = 10  # the allocator's size, in pages: small, so that inserts evict
+PAGES = 8  # the allocator's size, in pages: small, so that inserts evict
 STEP_TIMEOUT = 120.0  # seconds for one answer (the first one imports torch and SGLang: 5–20 s)
 ROUTER_WORKER = 0
 MAX_ASSIGNMENTS = 64  # ways to give twin hashes to namespaces tried per evict
@@ -172,7 +172,7 @@ def schedule_strategy(page_size: int, max_ops: int = 24) -> Any:
     return st.builds(
         lambda ps, os_: Schedule(tuple(ps), tuple(os_)),
         st.lists(prompt, min_size=1, max_size=4),
-        st.lists(op, min_size=1, max_size=max_ops),
+        st.lists(op, min_size=min(4, max_ops), max_size=max_ops),
     )
 
 
@@ -419,6 +419,7 @@ class ScheduleRun:
         self.model_violations: list[dict[str, Any]] = []
         self.free = PAGES * ps
         self._evict_args: dict[str, Any] = {}
+        self.path_divergences: list[dict[str, Any]] = []
         self.batching = 0  # --cache all: steps whose removals another cache batched otherwise
         self.counts = {"steps": 0, "events": 0, "stored_blocks": 0, "removed": 0, "cleared": 0, "evictions": 0}
         self.counts |= {"locks": 0, "no_room": 0, "probes": 0}
@@ -594,6 +595,7 @@ class ScheduleRun:
             or r.divergences
             or r.unnamed
             or (self.path is not None and self.path.divergences)
+            or self.path_divergences
         )
 
 
@@ -699,6 +701,8 @@ def run(
                 if relay is not None and i == 0:
                     relay.start()
                 r.run()
+                if r.path is not None:  # the relay is shared: keep what it saw of this schedule
+                    r.path_divergences = list(r.path.divergences)
                 runs.append(r)
                 if r.failed():
                     return r, k
@@ -721,8 +725,8 @@ def run(
                 totals["schedules"] += 1
                 for key, v in r.counts.items():
                     totals[key] = totals.get(key, 0) + v
-                for d in r.router.named:
-                    named[d["name"]] = named.get(d["name"], 0) + 1
+                for name in {d["name"] for d in r.router.named}:  # probes at which it is seen
+                    named[name] = named.get(name, 0) + len({d["step"] for d in r.router.named if d["name"] == name})
                 if r.batching:
                     named[BATCHING] = named.get(BATCHING, 0) + r.batching
                 if relay is not None:
@@ -769,7 +773,7 @@ def run(
             "stream_violations": r.stream.violations[:5],
             "router_divergences": r.router.divergences[:3],
             "unnamed_router_vs_engine": r.router.unnamed[:3],
-            "path_divergences": [] if r.path is None else r.path.divergences[:3],
+            "path_divergences": r.path_divergences[:3],
         }
         out["trace"] = trace(s, r, seed, kind)
     return out

@@ -91,6 +91,7 @@ MOCKER = ConformTarget(
     run=conform.mocker_run,
     describe=conform.mocker_describe,
     counterexample_key="workload",
+    paths=("raw", "publisher", "indexer"),
 )
 VLLM_POOL = ConformTarget(
     name="vllm-block-pool",

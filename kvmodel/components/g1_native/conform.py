@@ -21,10 +21,17 @@ def mocker_run(
     max_ops: int = 24,
     revision: str | None = None,
     progress: Callable[[int], None] | None = None,
+    path: str = "raw",
 ) -> dict[str, Any]:
     from kvmodel.conformance import mocker
+    from kvmodel.conformance.deployed import PathError
+    from kvmodel.harness import HarnessError
 
-    out: dict[str, Any] = mocker.run(workloads=workloads, seed=seed, component="g1_native", progress=progress).to_json()
+    try:
+        rep = mocker.run(workloads=workloads, seed=seed, component="g1_native", progress=progress, path=path)
+    except PathError as e:
+        raise HarnessError(str(e)) from None
+    out: dict[str, Any] = rep.to_json()
     return out
 
 
@@ -39,6 +46,12 @@ def mocker_describe(out: dict[str, Any]) -> list[str]:
         f"{cov.get('chunked_prefills', 0)} chunked prefills, {cov.get('preemptions', 0)} preemptions, "
         f"{cov.get('rejected', 0)} rejections, {cov.get('stalled_workloads', 0)} stalled workloads",
     ]
+    if out.get("path", "raw") != "raw":
+        lines.append(
+            f"  the {out['path']} path (Dynamo's real one, each of {out.get('path_events', 0)} real events relayed "
+            "and drained): its router agreed with the model of that path after every event; the modelled path "
+            f"differed from the raw path after {out.get('path_differs_from_raw', 0)} event(s)"
+        )
     d = out["first_divergence"]
     if d:
         lines.append(f"DIVERGENCE ({d['what']}): model {d['model']}, real {d['implementation']}")

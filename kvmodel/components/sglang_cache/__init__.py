@@ -18,6 +18,12 @@ def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
     return SglangCacheSystem(config, quirks)
 
 
+def _findings() -> Any:
+    from kvmodel.components.sglang_cache import findings
+
+    return findings
+
+
 def _available() -> str | None:
     from kvmodel.conformance import sglang
 
@@ -54,6 +60,7 @@ COMPONENT = Component(
     aliases=("sglang_cache",),
     system=_system,
     conform=(SGLANG,),
+    findings=_findings,
     router_stream=False,
 )
 COMPONENTS = (COMPONENT,)
