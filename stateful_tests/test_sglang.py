@@ -54,6 +54,18 @@ def test_the_hash_recipe_is_sha256_chained_over_pages_as_u32_little_endian() -> 
     assert wide == int.from_bytes(tagged.digest()[:8], "big", signed=True)
 
 
+def test_a_lora_named_tenant_publishes_its_name_and_hashes_rekeyed_by_its_extra_key() -> None:
+    s = system(lora_names=[["lora-a", "adapter-a"]])
+    plain = next(e.to_json() for e in s.step("insert", {"tokens": A, "ns": N}).events)
+    tenant = next(e.to_json() for e in s.step("insert", {"tokens": A, "ns": ["t", None]}).events)
+    lora = next(e.to_json() for e in s.step("insert", {"tokens": A, "ns": ["lora-a", None]}).events)
+    assert tenant["block_hashes"] == plain["block_hashes"] and "lora_name" not in tenant
+    assert lora["lora_name"] == "adapter-a" and not set(lora["block_hashes"]) & set(plain["block_hashes"])
+    # a malformed LoRA table is refused up front
+    with pytest.raises(Exception, match="lora_names"):
+        system(lora_names=[["lora-a"]])
+
+
 def test_the_model_publishes_what_sglang_publishes_in_the_reference_scenario() -> None:
     s = system()
     o = s.step("insert", {"tokens": A, "ns": N})
@@ -249,3 +261,22 @@ def test_generated_schedules_agree_with_each_deployed_path(sg: Any, workers: Any
     out = sg.run(workloads=40, seed=61, path=kind, workers=workers)
     assert out["divergences"] == 0, json.dumps(out.get("first_divergence"))[:2000]
     assert out["path"] == kind and out["counts"]["probes"] > 0
+
+
+def test_the_dynamo_formats_rehashed_tenant_is_named_with_its_witness(sg: Any) -> None:
+    """In the ``dynamo`` format a tenant's hashes differ from the default namespace's for the
+    same tokens; Dynamo's tree keeps the first hash a tokens node was stored under, so the
+    tenant's block stored below its own hash is refused: SGLang serves the tenant 2 pages, the
+    router 1 (1.6.1's RadixTree and the router model alike)."""
+    s = sg.Schedule.from_json(
+        {"prompts": [[[0], 0], [[0, 0], 0]], "ops": [["insert", 0, 0], ["insert", 0, 1], ["insert", 1, 1]]}
+    )
+    w = sg.worker("unified-rust", 4, "dynamo")
+    try:
+        r = sg.ScheduleRun(w, s, 4, "dynamo")
+        r.run()
+    finally:
+        w.close()
+    assert not r.failed()
+    named = [d for d in r.router.named if d["name"] == sg.REHASHED]
+    assert named and (named[0]["router_blocks"], named[0]["engine_blocks"]) == (1, 2)

@@ -36,7 +36,9 @@ After every step, four checks:
   equals SGLang's ``match_prefix`` in pages. A difference explained by a removal of blocks that
   another ``extra_key`` namespace still holds under the same router identity (same tokens, same
   salt: Dynamo's tree has one node for both) is the named difference
-  ``sglang.namespace_removed``; any other fails the run.
+  ``sglang.namespace_removed``; one below tokens a tenant stored under other hashes than another
+  namespace of the same identity (the ``dynamo`` format: the tree keeps one hash per tokens node)
+  is ``sglang.namespace_rehashed``; any other fails the run.
 
 ``--path publisher|indexer`` also relays each step's batch, as SGLang's publisher encodes it,
 through Dynamo's deployed path (:mod:`kvmodel.conformance.deployed`), drained after every
@@ -60,7 +62,6 @@ from kvmodel.components.sglang_cache.system import (
     Ns,
     Pages,
     SglangCacheSystem,
-    block_hashes,
     chain_seed,
     event_hash,
     namespace_seed,
@@ -77,13 +78,19 @@ NAMESPACES: tuple[Ns, ...] = (
     ("tenant-b", None),
     (None, "salt-1"),
     ("tenant-a", "salt-1"),
+    ("lora-a", None),
 )
+LORAS = [["lora-a", "adapter-a"]]  # extra keys with a LoRA name registered with the event recorder
 SEGMENTS = 6  # segment 5 is segment 0 with its last token changed
 PAGES = 8  # the allocator's size, in pages: small, so that inserts evict
 STEP_TIMEOUT = 120.0  # seconds for one answer (the first one imports torch and SGLang: 5–20 s)
 ROUTER_WORKER = 0
 MAX_ASSIGNMENTS = 64  # ways to give twin hashes to namespaces tried per evict
 NAMED = "sglang.namespace_removed"
+# the dynamo format: a tenant stores tokens another namespace holds under other hashes; Dynamo's tree
+# keeps one hash per tokens node, so blocks stored below the other hash are refused (the router
+# under-reports) and removals naming it fail (the router over-reports)
+REHASHED = "sglang.namespace_rehashed"
 # --cache all: the Rust TreeCore batches consecutive removals per extra_key, the Python caches all
 BATCHING = "sglang.rust_core_batches_removals_per_extra_key"
 
@@ -159,7 +166,7 @@ def schedule_strategy(page_size: int, max_ops: int = 24) -> Any:
         st.lists(st.integers(0, SEGMENTS - 1), min_size=1, max_size=4).map(tuple),
         st.integers(0, page_size - 1),
     )
-    idx, ns = st.integers(0, 3), st.sampled_from((0, 0, 1, 1, 2, 2, 3, 4))
+    idx, ns = st.integers(0, 3), st.sampled_from((0, 0, 1, 1, 2, 2, 3, 4, 5))
     op = st.one_of(
         st.tuples(st.just("insert"), idx, ns),
         st.tuples(st.just("insert"), idx, ns),
@@ -192,6 +199,7 @@ class StreamCheck:
     def __init__(self, ps: int, event_format: str, namespaces: Sequence[Ns]) -> None:
         self.ps, self.format = ps, event_format
         self.namespaces = list(namespaces)
+        self.loras = {k for k, _ in LORAS}
         self.copies: dict[int, int] = {}  # hash -> namespaces holding it (default format: twins)
         self.chain: dict[int, tuple[bytes, Ns]] = {}  # hash -> (its chain digest, its namespace)
         self.parent: dict[int, int | None] = {}
@@ -241,12 +249,14 @@ class StreamCheck:
         if parent is not None and parent in self.chain:
             starts = [self.chain[parent]]
         else:
-            nss = [n for n in self.namespaces if n[1] == salt] or [(None, salt)]
+            lora = e.get("lora_name")
+            nss = [n for n in self.namespaces if n[1] == salt and (n[0] in self.loras) == (lora is not None)]
+            nss = nss or [(None, salt)]
             starts = [(chain_seed(n) or b"", n) for n in nss] if parent is None else []
         pages = [toks[i * ps : (i + 1) * ps] for i in range(len(hashes))]
         for d0, ns in starts:
             d, ok, digests = d0 or None, True, []
-            seed = namespace_seed(ns, self.format)
+            seed = namespace_seed(ns, self.format, self.loras)
             for p, h in zip(pages, hashes, strict=True):
                 d = page_digest(d, p)
                 digests.append(d)
@@ -310,15 +320,28 @@ class RouterCheck:
         self.divergences: list[dict[str, Any]] = []
         self.named: list[dict[str, Any]] = []
         self.unnamed: list[dict[str, Any]] = []
-        # router identities (salt, pages) removed while another extra_key namespace held them
-        self.twin_removed: set[tuple[str | None, Pages]] = set()
+        # router identities (LoRA name, salt, pages) removed while another extra_key namespace
+        # held them
+        self.twin_removed: set[tuple[str | None, str | None, Pages]] = set()
+        # router identities stored by one namespace while another held them under other hashes
+        # (the dynamo format): the router keeps the first hash, so the second is no parent
+        self.rehashed: set[tuple[str | None, str | None, Pages]] = set()
 
-    def on_events(self, step: int, events: Sequence[dict[str, Any]], before: SglangCacheSystem) -> None:
+    def on_events(
+        self,
+        step: int,
+        events: Sequence[dict[str, Any]],
+        before: SglangCacheSystem,
+        insert: dict[str, Any] | None = None,
+    ) -> None:
+        if insert is not None and events:
+            self._note_rehashed(insert, before)
         for e in events:
             if e.get("type") == "BlockRemoved":
                 self._note_twins(e, before)
             elif e.get("type") == "AllBlocksCleared":
                 self.twin_removed.clear()
+                self.rehashed.clear()
             ev = {"event_id": self.event_id, "data": router_data(e, self.ps), "dp_rank": 0}
             self.event_id += 1
             op = {"op": "apply_event", "worker_id": ROUTER_WORKER, "event": ev}
@@ -331,41 +354,67 @@ class RouterCheck:
 
     def _note_twins(self, e: dict[str, Any], before: SglangCacheSystem) -> None:
         removed = set(e.get("block_hashes", []))
-        fmt = before.config["format"]
         for ns, pages in list(before.cached):
-            h = block_hashes(pages, ns, fmt)[-1]
-            if h not in removed:
+            if before.hashes(pages, ns)[-1] not in removed:
                 continue
-            twins = [
-                n2
-                for (n2, p2) in before.cached
-                if p2 == pages and n2 != ns and n2[1] == ns[1] and (n2, p2) in before.cached
-            ]
-            if twins:
-                self.twin_removed.add((ns[1], pages))
+            me = identity(ns)
+            if any(p2 == pages and n2 != ns and identity(n2) == me for (n2, p2) in before.cached):
+                self.twin_removed.add((*me, pages))
+
+    def _note_rehashed(self, insert: dict[str, Any], before: SglangCacheSystem) -> None:
+        ns = (insert["ns"][0], insert["ns"][1])
+        pages = before.pages(insert["tokens"])
+        me = identity(ns)
+        for i in range(before.matched(ns, pages), len(pages)):
+            path = pages[: i + 1]
+            mine = before.hashes(path, ns)[-1]
+            for n2, p2 in before.cached:
+                if p2 == path and n2 != ns and identity(n2) == me and before.hashes(p2, n2)[-1] != mine:
+                    self.rehashed.add((*me, path))
+                    break
 
     def overlap(self, tokens: Sequence[int], ns: Ns) -> int:
-        hs = local_hashes(tokens, self.ps, None, ns[1])
+        lora, salt = identity(ns)
+        hs = local_hashes(tokens, self.ps, lora, salt)
         scores = self.model.tree.find_matches(hs)
         return int(scores.get((ROUTER_WORKER, 0), 0))
 
     def on_probe(self, step: int, keys: Sequence[tuple[list[int], Ns]], engine: Sequence[int]) -> None:
-        """Dynamo sees a block's tokens and salt, not its ``extra_key``: the router's overlap
-        for a prompt under a salt is compared with the most any ``extra_key`` namespace of that
-        salt holds in SGLang (copies under two tenants are one block to the router)."""
-        most: dict[tuple[tuple[int, ...], str | None], int] = {}
+        """Dynamo sees a block's tokens, LoRA name and salt, not its ``extra_key``: the router's
+        overlap for a prompt under an identity is compared with the most any ``extra_key``
+        namespace of that identity holds in SGLang (copies under two tenants are one block to the
+        router)."""
+        most: dict[tuple[tuple[int, ...], str | None, str | None], int] = {}
+        rep: dict[tuple[tuple[int, ...], str | None, str | None], Ns] = {}
         for (tokens, ns), got in zip(keys, engine, strict=True):
-            k = (tuple(tokens), ns[1])
+            k = (tuple(tokens), *identity(ns))
             most[k] = max(most.get(k, 0), got // self.ps)
-        for (toks, salt), want in most.items():
+            rep.setdefault(k, ns)
+        for (toks, lora, salt), want in most.items():
             tokens = list(toks)
-            have = self.overlap(tokens, (None, salt))
+            have = self.overlap(tokens, rep[(toks, lora, salt)])
             if have == want:
                 continue
-            pages = tuple(tuple(tokens[i * self.ps : (i + 1) * self.ps]) for i in range(want))
-            explained = have < want and any((salt, pages[: j + 1]) in self.twin_removed for j in range(have + 1))
-            d = {"step": step, "tokens": list(tokens), "cache_salt": salt, "router_blocks": have, "engine_blocks": want}
-            (self.named if explained else self.unnamed).append({**d, "name": NAMED} if explained else d)
+            pages = tuple(tuple(tokens[i * self.ps : (i + 1) * self.ps]) for i in range(max(want, have)))
+            removed = have < want and any((lora, salt, pages[: j + 1]) in self.twin_removed for j in range(have + 1))
+            # under- or over-reported below a tokens path another namespace published otherwise
+            rehashed = any((lora, salt, pages[: j + 1]) in self.rehashed for j in range(min(have + 1, len(pages))))
+            name = NAMED if removed else REHASHED if rehashed else None
+            d = {
+                "step": step,
+                "tokens": tokens,
+                "lora_name": lora,
+                "cache_salt": salt,
+                "router_blocks": have,
+                "engine_blocks": want,
+            }
+            (self.named if name else self.unnamed).append({**d, "name": name} if name else d)
+
+
+def identity(ns: Ns) -> tuple[str | None, str | None]:
+    """What Dynamo's router sees of a namespace: the LoRA name its ``extra_key`` has, and its salt."""
+    lora = dict((k, v) for k, v in LORAS).get(ns[0]) if ns[0] is not None else None
+    return (lora, ns[1])
 
 
 def merged(obs: dict[str, Any]) -> dict[str, Any]:
@@ -388,7 +437,13 @@ def worker(cache: str, page_size: int, event_format: str) -> Any:
 
     script = Path(__file__).with_name("sglang_worker.py")
     w = ExecAdapter([str(python()), "-I", str(script)], step_timeout=STEP_TIMEOUT)
-    w.config = {"cache": cache, "page_size": page_size, "size": PAGES * page_size, "format": event_format}  # type: ignore[attr-defined]
+    w.config = {  # type: ignore[attr-defined]
+        "cache": cache,
+        "page_size": page_size,
+        "size": PAGES * page_size,
+        "format": event_format,
+        "lora_names": LORAS,
+    }
     try:
         w.start()
         w.reset(w.config)  # type: ignore[attr-defined]
@@ -408,6 +463,7 @@ class ScheduleRun:
         self.w, self.s, self.ps, self.format = w, s, ps, event_format
         self.path = path
         cfg = {"page_size": ps, "size": PAGES * ps, "format": event_format, "cache": w.config["cache"]}
+        cfg["lora_names"] = w.config.get("lora_names", [])
         self.model = SglangCacheSystem(cfg, [])
         used = sorted({o[2] for o in s.ops if len(o) == 3})
         self.namespaces = [NAMESPACES[i] for i in used] or [NAMESPACES[0]]
@@ -488,7 +544,7 @@ class ScheduleRun:
             elif t == "AllBlocksCleared":
                 self.counts["cleared"] += 1
         self.stream.on_events(k, events)
-        self.router.on_events(k, events, before)
+        self.router.on_events(k, events, before, margs if op == "insert" else None)
         if self.path is not None and wire is not None:
             self.path.forward(base64.b64decode(wire), events)
         if isinstance(state.get("free"), int):
@@ -496,10 +552,9 @@ class ScheduleRun:
         return obs.get("returns")
 
     def _index(self) -> dict[int, list[tuple[Ns, Pages]]]:
-        fmt = self.model.config["format"]
         index: dict[int, list[tuple[Ns, Pages]]] = {}
         for ns, pages in self.model.cached:
-            index.setdefault(block_hashes(pages, ns, fmt)[-1], []).append((ns, pages))
+            index.setdefault(self.model.hashes(pages, ns)[-1], []).append((ns, pages))
         return index
 
     def _twins(self, events: Sequence[dict[str, Any]]) -> list[tuple[Ns, Pages]]:
@@ -632,7 +687,7 @@ class PathRelay:
         self.path.drain()
         behind = differs = False
         for (tokens, ns), got in zip(keys, engine, strict=True):
-            if ns[1] is not None:  # a router query carries no namespace: salted blocks are not asked
+            if identity(ns) != (None, None):  # a router query carries no namespace: not asked
                 continue
             real, want = self.path.overlap(tokens), self.model.overlap(tokens)
             if real != want and len(self.divergences) < 5:
@@ -725,7 +780,7 @@ def run(
                 totals["schedules"] += 1
                 for key, v in r.counts.items():
                     totals[key] = totals.get(key, 0) + v
-                for name in {d["name"] for d in r.router.named}:  # probes at which it is seen
+                for name in sorted({d["name"] for d in r.router.named}):  # probes at which it is seen
                     named[name] = named.get(name, 0) + len({d["step"] for d in r.router.named if d["name"] == name})
                 if r.batching:
                     named[BATCHING] = named.get(BATCHING, 0) + r.batching

@@ -12,8 +12,10 @@ of kvmodel, only the standard library, torch and SGLang. The caches (``sglang/sr
 Each over SGLang's real allocator on device ``"cpu"`` (``TokenToKVPoolAllocator`` for page size 1,
 ``PagedTokenToKVPoolAllocator`` above) with ``kvcache=None`` and KV events on. Requests:
 
-* ``reset`` config ``{cache, page_size, size, format}``: a new cache (``format``: ``default`` or
-  ``dynamo``, SGLang's ``dynamo_kv_event_format``);
+* ``reset`` config ``{cache, page_size, size, format, lora_names}``: a new cache (``format``:
+  ``default`` or ``dynamo``, SGLang's ``dynamo_kv_event_format``; ``lora_names``: ``[extra_key,
+  name]`` pairs registered with the cache's ``kv_event_lora_names``, as the scheduler registers a
+  LoRA request's namespace);
 * ``insert`` ``{tokens, ns}``: the page-aligned key's slots allocated (``"no_room"`` when the
   allocator has too few), then ``insert``; ``RadixCache`` leaves the duplicate prefix's slots to
   the caller (its ``_insert_cache`` frees them), so they are freed here; ``UnifiedRadixCache``
@@ -128,6 +130,8 @@ class Worker:
             enable_kv_cache_events=True,
             dynamo_kv_event_format=config.get("format") == "dynamo",
         )
+        for extra_key, name in config.get("lora_names", []):  # a LoRA name for the extra key's events
+            params.kv_event_lora_names.register(types.SimpleNamespace(extra_key=extra_key, lora_id="0" * 32), name)
         if kind == "radix":
             cache = sg["RadixCache"](params)
             backend = "radix"

@@ -9,6 +9,9 @@ per new node, coalesced; one BlockRemoved per evicted node, coalesced), ``mem_ca
 structs and the ``dynamo`` format's re-keyed hashes), all of sglang 0.5.23 (PyPI). The
 ``UnifiedRadixCache`` (Python and Rust TreeCores) publishes the same stream.
 
+A namespace whose ``extra_key`` has a LoRA name registered (config ``lora_names``) publishes the
+name and, in the default format too, hashes re-keyed by its ``extra_key``.
+
 The tree is kept at page granularity, per namespace (``[extra_key, cache_salt]``: two namespaces
 never share a node, ``RadixKey.child_key``), with the node boundaries SGLang's splits make: a node
 ends where an insert's new pages end, and where an insert's matched prefix or a match ends inside
@@ -44,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, ClassVar
 
 from kvmodel.invariants import Violation
@@ -97,14 +100,19 @@ def chain_seed(ns: Ns) -> bytes | None:
     return None if salt is None else hashlib.sha256(SALT_TAG + salt.encode()).digest()
 
 
-def namespace_seed(ns: Ns, event_format: str) -> bytes | None:
+def namespace_seed(ns: Ns, event_format: str, loras: Collection[str] = ()) -> bytes | None:
     """``kv_event_namespace_seed``: in the ``dynamo`` format the hashes are re-keyed by
-    ``(extra_key, cache_salt)``; in the default format only by an ``extra_key`` with a LoRA name
-    registered (none here), so never."""
-    if event_format != "dynamo" or ns == (None, None):
+    ``(extra_key, cache_salt)``; in the default format by the ``extra_key`` alone, and only when a
+    LoRA name is registered for it (``loras``: those extra keys; ``KVCacheEventRecorder.
+    _namespace_seed``)."""
+    if event_format == "dynamo":
+        key = ns
+    else:
+        key = (ns[0], None) if ns[0] is not None and ns[0] in loras else (None, None)
+    if key == (None, None):
         return None
     d = hashlib.sha256(NAMESPACE_TAG)
-    for part in ns:
+    for part in key:
         if part is None:
             d.update(b"\x00")
         else:
@@ -120,9 +128,9 @@ def rekey(h: int, seed: bytes | None) -> int:
     return event_hash(hashlib.sha256(seed + h.to_bytes(8, "big", signed=True)).digest())
 
 
-def block_hashes(pages: Pages, ns: Ns, event_format: str = "default") -> list[int]:
+def block_hashes(pages: Pages, ns: Ns, event_format: str = "default", loras: Collection[str] = ()) -> list[int]:
     """The event hashes of every page on a path from the root."""
-    seed, d, out = namespace_seed(ns, event_format), chain_seed(ns), []
+    seed, d, out = namespace_seed(ns, event_format, loras), chain_seed(ns), []
     for p in pages:
         d = page_digest(d, p)
         out.append(rekey(event_hash(d), seed))
@@ -176,7 +184,13 @@ class SglangCacheSystem(System):
     """See the module docstring."""
 
     OPS = OPS
-    DEFAULTS: ClassVar[dict[str, Any]] = {"page_size": 4, "size": 64, "format": "default", "cache": "unified-rust"}
+    DEFAULTS: ClassVar[dict[str, Any]] = {
+        "page_size": 4,
+        "size": 64,
+        "format": "default",
+        "cache": "unified-rust",
+        "lora_names": [],  # [extra_key, LoRA name] pairs registered with the cache's event recorder
+    }
     BOUNDS: ClassVar[dict[str, tuple[int, int]]] = {"page_size": (1, 1025), "size": (1, 1 << 20)}
 
     def __init__(self, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> None:
@@ -188,6 +202,10 @@ class SglangCacheSystem(System):
             raise InvalidInput(f"{NAME}: config cache is one of {', '.join(CACHES)}, got {self.config['cache']!r:.40}")
         if self.config["size"] % self.config["page_size"]:
             raise InvalidInput(f"{NAME}: config size must be a multiple of page_size")
+        loras = self.config["lora_names"]
+        if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in loras):
+            raise InvalidInput(f"{NAME}: config lora_names is a list of [extra_key, name] string pairs")
+        self.loras: dict[str, str] = {k: v for k, v in loras}
         self.quirks = resolve(NAME, quirks)
         self.ps: int = self.config["page_size"]
         self.model = None
@@ -278,8 +296,12 @@ class SglangCacheSystem(System):
             out.append(cur)
         return out
 
+    def hashes(self, pages: Pages, ns: Ns) -> list[int]:
+        """The event hashes of a path in ``ns``, as this cache publishes them."""
+        return block_hashes(pages, ns, self.config["format"], self.loras)
+
     def stored_event(self, ns: Ns, pages: Pages, k: int) -> dict[str, Any]:
-        hs = block_hashes(pages, ns, self.config["format"])
+        hs = self.hashes(pages, ns)
         d: dict[str, Any] = {
             "type": "BlockStored",
             "block_hashes": hs[k:],
@@ -291,6 +313,8 @@ class SglangCacheSystem(System):
         }
         if ns[1] is not None:
             d["cache_salt"] = ns[1]
+        if ns[0] in self.loras:
+            d["lora_name"] = self.loras[ns[0]]
         return d
 
     # -- the operations
@@ -363,7 +387,7 @@ class SglangCacheSystem(System):
                 bad.append(Violation("evicts_unlocked", f"a locked node is evicted: {_show(leaf)}"))
             if evicted >= n:
                 bad.append(Violation("evicts_no_more", f"{evicted} of {n} tokens were evicted, and one more node"))
-            hs = block_hashes(leaf[1], ns, self.config["format"])
+            hs = self.hashes(leaf[1], ns)
             removed.append((ns[0], hs[len(leaf[1]) - len(node) :]))
             for p in node:
                 del self.cached[p]
