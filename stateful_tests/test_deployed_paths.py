@@ -219,12 +219,13 @@ def test_a_path_that_stops_answering_is_no_verdict(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_chain_restored_under_new_hashes_is_cut_on_the_publisher_path_only(path: deployed.DeployedPath) -> None:
-    """Observed on ai-dynamo-runtime 1.6.1, not modelled (the rule is not located in the Rust):
-    once a block's tokens were stored under one engine hash, a later chain that stores the same
-    tokens under other hashes (as SGLang's ``dynamo`` event format does for two ``extra_key``
-    tenants) reaches the router of the deployed worker path cut after the blocks it already knew,
-    even after an AllBlocksCleared; the standalone indexer and the ``RadixTree`` (and the router
-    model) store the whole chain. ``docs/findings.md`` (SGLang) has it per path."""
+    """Observed on ai-dynamo-runtime 1.6.1, not modelled: once a block's tokens were stored under
+    one engine hash, a later chain that stores the same tokens under other hashes (as SGLang's
+    ``dynamo`` event format does for two namespaces) is cut after the blocks the router already
+    knew, even after an AllBlocksCleared, by ``KvRouter``'s default indexer (4 event threads: the
+    concurrent radix tree; with ``router_event_threads=1`` the chain is whole); the standalone
+    indexer and the ``RadixTree`` (and the router model) store the whole chain.
+    ``docs/findings.md`` (SGLang) has it per path."""
     first = list(range(5000, 5004))
     chain = [*first, *range(5004, 5016)]
     path.step([stored([501], first)])
