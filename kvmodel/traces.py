@@ -137,6 +137,44 @@ def minimize(
     return one_minimal(cur[: end + 1], still, last_first=True, pairs_up_to=PAIRS_UP_TO, merge=merge)
 
 
+def engine_trace(
+    component: str,
+    config: dict[str, Any],
+    origin: dict[str, Any],
+    steps: list[dict[str, Any]],
+    found: Iterable[tuple[int, str, dict[str, Any]]],
+    divergence: tuple[int, Any, Any] | None,
+) -> dict[str, Any]:
+    """A real engine's failing schedule as a trace of the system that models it (the
+    real-engine conformance targets): ``steps`` as the harness did them, with the engine's
+    observations recorded, so that a replay shows where the model and the engine part. ``found``
+    are the failures the model does not see (the engine's stream, the router), each ``(trace
+    step, what, detail)``: the first is the trace's ``violation``; ``divergence`` is the first
+    step whose observation differs from the model's, ``(step, model, engine)``, recorded as
+    ``origin.divergence``."""
+    first = min(found, key=lambda f: f[0], default=None)
+    violation = None
+    if first is not None:
+        step, what, detail = first
+        violation = {"invariant": what, "step": max(0, step), "message": json.dumps(detail, sort_keys=True)[:400]}
+    if divergence is not None:
+        step, model, engine = divergence
+        origin = {
+            **origin,
+            "divergence": {"step": step, "what": "observations", "model": model, "implementation": engine},
+        }
+    return {
+        "format": FORMAT,
+        "component": component,
+        "config": config,
+        "quirks": [],
+        "revision": None,
+        "origin": origin,
+        "violation": violation,
+        "steps": steps,
+    }
+
+
 def dumps(trace: dict[str, Any]) -> str:
     """Canonical bytes: sorted keys, two-space indent, trailing newline (same input, same bytes)."""
     return json.dumps(trace, indent=2, sort_keys=True) + "\n"

@@ -839,7 +839,7 @@ def trace(s: Schedule, r: ScheduleRun, seed: int, cache: str) -> dict[str, Any]:
     the steps done to SGLang with SGLang's observations recorded, so that a replay shows where the
     model and SGLang part, or which promise SGLang broke. A failure the model does not see (the
     stream or the router) is the trace's ``violation``, at its step."""
-    from kvmodel.traces import FORMAT
+    from kvmodel.traces import engine_trace
 
     origin: dict[str, Any] = {
         "engine": "conform",
@@ -857,28 +857,9 @@ def trace(s: Schedule, r: ScheduleRun, seed: int, cache: str) -> dict[str, Any]:
         found.append((d["step"], "router: the real RadixTree equals the model", d))
     for d in r.router.unnamed:
         found.append((d["step"], "router: its overlap is SGLang's match_prefix", d))
-    violation = None
-    if found:
-        step, what, detail = min(found, key=lambda f: f[0])
-        violation = {"invariant": what, "step": step, "message": json.dumps(detail, sort_keys=True)[:400]}
-    if r.model_divergences:
-        d = r.model_divergences[0]
-        origin["divergence"] = {
-            "step": d["step"],
-            "what": "observations",
-            "model": d.get("model"),
-            "implementation": d.get("sglang"),
-        }
-    return {
-        "format": FORMAT,
-        "component": NAME,
-        "config": dict(r.model.config),
-        "quirks": [],
-        "revision": None,
-        "origin": origin,
-        "violation": violation,
-        "steps": r.steps,
-    }
+    md = r.model_divergences[0] if r.model_divergences else None
+    divergence = None if md is None else (md["step"], md.get("model"), md.get("sglang"))
+    return engine_trace(NAME, dict(r.model.config), origin, r.steps, found, divergence)
 
 
 def describe(out: dict[str, Any]) -> list[str]:

@@ -872,7 +872,7 @@ def engine_trace(s: Schedule, chk: StreamCheck, seed: int) -> dict[str, Any]:
     router (which the scheduler model does not see) is the trace's ``violation``, at the step of
     the engine step it happened in; a model difference is ``origin.divergence``."""
     from kvmodel.components.mocker_scheduler.actions import NAME
-    from kvmodel.traces import FORMAT
+    from kvmodel.traces import engine_trace as assemble
 
     origin: dict[str, Any] = {
         "engine": "conform",
@@ -888,29 +888,12 @@ def engine_trace(s: Schedule, chk: StreamCheck, seed: int) -> dict[str, Any]:
         found.append((d["step"], "router: the real RadixTree equals the model", d))
     for d in chk.unnamed:
         found.append((d["step"], "router: its blocks are the engine's cached blocks", d))
-    violation = None
-    if found:
-        step, what, detail = min(found, key=lambda f: f[0])
-        at = chk.step_action.get(step, len(chk.steps) - 1)
-        violation = {"invariant": what, "step": max(0, at), "message": json.dumps(detail, sort_keys=True)[:400]}
-    if chk.model_divergences:
-        d = chk.model_divergences[0]
-        origin["divergence"] = {
-            "step": d["step"],
-            "what": "observations",
-            "model": d["model"],
-            "implementation": d["vllm"],
-        }
-    return {
-        "format": FORMAT,
-        "component": NAME,
-        "config": scheduler_config(),
-        "quirks": [],
-        "revision": None,
-        "origin": origin,
-        "violation": violation,
-        "steps": chk.steps,
-    }
+    # the first engine step's failure, shown at the trace step of that engine step
+    first = min(found, key=lambda f: f[0], default=None)
+    found = [] if first is None else [(chk.step_action.get(first[0], len(chk.steps) - 1), *first[1:])]
+    md = chk.model_divergences[0] if chk.model_divergences else None
+    divergence = None if md is None else (md["step"], md["model"], md["vllm"])
+    return assemble(NAME, scheduler_config(), origin, chk.steps, found, divergence)
 
 
 def _vllm_version() -> str:
