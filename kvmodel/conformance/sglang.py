@@ -474,7 +474,6 @@ class ScheduleRun:
         self.model_divergences: list[dict[str, Any]] = []
         self.model_violations: list[dict[str, Any]] = []
         self.free = PAGES * ps
-        self._evict_args: dict[str, Any] = {}
         self.path_divergences: list[dict[str, Any]] = []
         self.batching = 0  # --cache all: steps whose removals another cache batched otherwise
         self.counts = {"steps": 0, "events": 0, "stored_blocks": 0, "removed": 0, "cleared": 0, "evictions": 0}
@@ -509,8 +508,7 @@ class ScheduleRun:
                 ret = got.get("returns")
                 lens: list[Any] = ret if isinstance(ret, list) else []
                 gone = {c for c, n in zip(twins, lens, strict=False) if n < len(c[1]) * self.ps}
-            self._evict_args = {"num_tokens": args["num_tokens"]}
-            margs["victims"] = self._victims(real.get("events", []), gone, real)
+            margs["victims"] = self._victims(args["num_tokens"], real.get("events", []), gone, real)
         out = self._record(op, margs, real)
         if side is not None:
             self._record("probe", *side)
@@ -569,7 +567,7 @@ class ScheduleRun:
         return out
 
     def _victims(
-        self, events: Sequence[dict[str, Any]], gone: set[tuple[Ns, Pages]], real: dict[str, Any]
+        self, num_tokens: int, events: Sequence[dict[str, Any]], gone: set[tuple[Ns, Pages]], real: dict[str, Any]
     ) -> list[list[Any]]:
         """The pages SGLang's BlockRemoved named, as ``[ns, tokens]`` in announcement order. Of
         twins, only copies the probe found gone are candidates, and of the ways to give the
@@ -594,7 +592,7 @@ class ScheduleRun:
             victims = [[[None, None], []] if c is None else [list(c[0]), [t for p in c[1] for t in p]] for c in combo]
             if first is None:
                 first = victims
-            got = self.model.clone().step("evict", {"num_tokens": 0, "victims": victims} | self._evict_args)
+            got = self.model.clone().step("evict", {"num_tokens": num_tokens, "victims": victims})
             if {"returns": got.result, "events": [e.to_json() for e in got.events]} == want:
                 return victims
         return first if first is not None else []
@@ -640,6 +638,8 @@ class ScheduleRun:
                     self.do("unlock", {"handle": held.pop()})
                 self.do("flush", {})
             self.probe()
+        if self.path is not None:  # the relay is shared across schedules: keep what it saw of this one
+            self.path_divergences = list(self.path.divergences)
 
     def failed(self) -> bool:
         r = self.router
@@ -649,7 +649,6 @@ class ScheduleRun:
             or self.stream.violations
             or r.divergences
             or r.unnamed
-            or (self.path is not None and self.path.divergences)
             or self.path_divergences
         )
 
@@ -756,8 +755,6 @@ def run(
                 if relay is not None and i == 0:
                     relay.start()
                 r.run()
-                if r.path is not None:  # the relay is shared: keep what it saw of this schedule
-                    r.path_divergences = list(r.path.divergences)
                 runs.append(r)
                 if r.failed():
                     return r, k
