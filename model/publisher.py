@@ -19,13 +19,28 @@ residency domain)``, a count of the Stored events seen for each block hash:
 
 The standalone indexer (``python -m dynamo.indexer`` subscribed to the engine's socket) has no
 such filter: there every Removed reaches the tree.
+
+:class:`KvEventPublisher` is the component ``kv_event_publisher`` checks: the filter between the
+engine's events and the router, with the event ids the publisher gives what it sends
+(``BatchingState::flush`` in ``publisher/event_processor.rs`` at 0d29bd4e6, later
+``publisher/batching.rs``): they count from 1 and advance once per event sent, so a Removed the
+filter swallows leaves no gap; the engine's own ids are not passed on. Without a batching timeout
+(the 1.6.1 default) every input event is flushed as it arrives, so one input event makes at most
+one router event; adjacent-event coalescing under a timeout is not modelled.
+
+Two older revisions are named: before 9b3e9249f (PR #8012, revision ``9b3e9249f^``) there was no
+filter, and every Removed reached the router (quirk ``removed_passes_every_copy``); at 9b3e9249f
+the counts were kept per dp rank and a Cleared from any rank dropped every rank's counts (quirk
+``cleared_resets_every_rank``; the per-rank clear came with the residency domains, as in
+dynamo-llm 1.5.0's ``dedup.rs``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kvmodel.model.events import Cleared, KvCacheEvent, Removed, Stored
+from kvmodel.model.errors import InvalidInput
+from kvmodel.model.events import Cleared, KvCacheEvent, Removed, Stored, StoredBlock
 
 Scope = tuple[int, str, str]  # (dp_rank, storage tier, residency domain)
 DEVICE, WORKER, CACHE_OWNER = "device", "worker", "cache_owner"
@@ -73,15 +88,64 @@ class DedupFilter:
             return
         self.counts = {k: v for k, v in self.counts.items() if not (k[0] == dp_rank and k[2] == domain)}
 
+
+class KvEventPublisher:
+    """The worker-side publisher between an engine and the router: each input event passes the
+    dedup filter (unless the ``removed_passes_every_copy`` quirk, the code before #8012, is on)
+    and what is left is sent with the publisher's next event id (from 1). ``sent`` keeps every
+    event sent, in order (the router's input)."""
+
+    def __init__(self, quirks: Iterable[str] = ()) -> None:
+        self.quirks = frozenset(quirks)
+        self.filter = DedupFilter()
+        self.next_publish_id = 1
+        self.sent: list[KvCacheEvent] = []
+
+    def clone(self) -> KvEventPublisher:
+        c = KvEventPublisher(self.quirks)
+        c.filter = self.filter.clone()
+        c.next_publish_id = self.next_publish_id
+        c.sent = list(self.sent)
+        return c
+
+    def _send(self, data: Stored | Removed | Cleared, dp_rank: int) -> KvCacheEvent:
+        if self.next_publish_id >= 2**64:
+            raise InvalidInput("the publisher's event id would pass u64::MAX")
+        ev = KvCacheEvent(self.next_publish_id, data, dp_rank)
+        self.next_publish_id += 1
+        self.sent.append(ev)
+        return ev
+
+    def stored(self, dp_rank: int, parent_hash: int | None, blocks: tuple[StoredBlock, ...]) -> KvCacheEvent:
+        """A Stored passes whole; each listed hash counts one more copy."""
+        data = Stored(parent_hash, blocks)
+        if "removed_passes_every_copy" not in self.quirks:  # no filter before #8012: nothing counted
+            self.filter.stored(dp_rank, (b.block_hash for b in blocks))
+        return self._send(data, dp_rank)
+
+    def removed(self, dp_rank: int, block_hashes: tuple[int, ...]) -> KvCacheEvent | None:
+        """A Removed keeps the hashes whose last copy went (and those never counted); nothing is
+        sent when none is left."""
+        if "removed_passes_every_copy" in self.quirks:
+            kept = tuple(block_hashes)
+        else:
+            kept = self.filter.removed(dp_rank, block_hashes)
+        return self._send(Removed(kept), dp_rank) if kept else None
+
+    def cleared(self, dp_rank: int) -> KvCacheEvent:
+        """A Cleared drops the rank's counts (every rank's at 9b3e9249f) and passes."""
+        if "cleared_resets_every_rank" in self.quirks:
+            self.filter.counts.clear()
+        else:
+            self.filter.cleared(dp_rank)
+        return self._send(Cleared(), dp_rank)
+
     def publish(self, event: KvCacheEvent) -> KvCacheEvent | None:
-        """What of ``event`` reaches the router (``None``: nothing)."""
+        """What of the engine's ``event`` reaches the router (``None``: nothing), numbered by the
+        publisher (the engine's id is not passed on)."""
         d = event.data
         if isinstance(d, Stored):
-            self.stored(event.dp_rank, (b.block_hash for b in d.blocks))
-            return event
+            return self.stored(event.dp_rank, d.parent_hash, d.blocks)
         if isinstance(d, Removed):
-            kept = self.removed(event.dp_rank, d.block_hashes)
-            return KvCacheEvent(event.event_id, Removed(kept), event.dp_rank) if kept else None
-        assert isinstance(d, Cleared)
-        self.cleared(event.dp_rank)
-        return event
+            return self.removed(event.dp_rank, d.block_hashes)
+        return self.cleared(event.dp_rank)

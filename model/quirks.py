@@ -360,6 +360,31 @@ _ALL += [
         "A Deref naming a block that is not active panics there, with the blocks listed before it already released.",
         ("kvbm.refs_match_holders", "kvbm.rejection_no_trace"),
     ),
+    # --- the worker-side KV event publisher (lib/llm/src/kv_router/publisher/) -------------
+    Quirk(
+        "removed_passes_every_copy",
+        "kv_event_publisher",
+        "dynamo-history.md, worker-side publisher (9b3e9249f)",
+        "No dedup filter (the publisher before #8012): every BlockRemoved reaches the router, so the "
+        "router drops a hash as soon as one of the engine's copies goes while another copy still serves it.",
+        (
+            "publisher.removed_at_last_copy",
+            "publisher.router_view_matches_engine",
+            "publisher.counts_match_copies",
+        ),
+    ),
+    Quirk(
+        "cleared_resets_every_rank",
+        "kv_event_publisher",
+        "dynamo-history.md, worker-side publisher (9b3e9249f)",
+        "A Cleared from one dp rank drops every rank's copy counts (the filter of 9b3e9249f): another rank's "
+        "next Removed of a hash it holds twice passes at its first copy, and the router drops the hash early.",
+        (
+            "publisher.removed_at_last_copy",
+            "publisher.router_view_matches_engine",
+            "publisher.counts_match_copies",
+        ),
+    ),
     # --- the router's indexer (lib/kv-router/src/indexer/radix_tree.rs) -----------------
     Quirk(
         "compressed_tree_1_6_1",
@@ -640,6 +665,61 @@ _REVISIONS: list[Revision] = [
                 "lib/kv-router/src/protocols.rs",
                 commit="038eab23a6b6",
                 note="the KV event structs (RouterEvent, KvCacheEvent)",
+            ),
+        ),
+    ),
+    _rev(
+        "6f64a59b6",
+        "kv_event_publisher",
+        [],
+        "lib/llm/src/kv_router/publisher/dedup.rs commit 6f64a59b6 (dynamo-llm 1.5.0 has the same rules), as "
+        "the ai-dynamo-runtime 1.6.1 wheel's relay path runs it",
+        "Stored counted per (dp rank, tier, residency domain); a Removed passes at the last copy; a Cleared "
+        "drops the emitting rank's counts; ids from 1, one per event sent",
+        default=True,
+        files=(
+            Pin(
+                "lib/llm/src/kv_router/publisher/dedup.rs",
+                commit="6f64a59b6",
+                note="EventDedupFilter: track_store_in_domain, filter_remove_in_domain, clear_rank_domain",
+            ),
+            Pin(
+                "lib/llm/src/kv_router/publisher/dedup.rs",
+                crate="dynamo-llm 1.5.0",
+                note="the same rules (RefCounted policy; Clears reset the emitting rank across tiers)",
+            ),
+            Pin(
+                "lib/llm/src/kv_router/publisher/event_processor.rs",
+                commit="0d29bd4e6",
+                note="BatchingState::flush: next_publish_id from 1, advanced only when an event was sent",
+            ),
+        ),
+    ),
+    _rev(
+        "9b3e9249f",
+        "kv_event_publisher",
+        ["cleared_resets_every_rank"],
+        "lib/llm/src/kv_router/publisher/event_processor.rs commit 9b3e9249f (#8012, 2026-04-08)",
+        "the first dedup filter: counts per dp rank; a Cleared from any rank resets every rank's counts",
+        files=(
+            Pin(
+                "lib/llm/src/kv_router/publisher/event_processor.rs",
+                commit="9b3e9249f",
+                note="EventDedupFilter with per_rank counts and clear() of all ranks (read at 0d29bd4e6)",
+            ),
+        ),
+    ),
+    _rev(
+        "9b3e9249f^",
+        "kv_event_publisher",
+        ["removed_passes_every_copy"],
+        "lib/llm/src/kv_router/publisher/event_processor.rs before 9b3e9249f (#8012)",
+        "no dedup filter: every Removed an engine publishes reaches the router",
+        files=(
+            Pin(
+                "lib/llm/src/kv_router/publisher/event_processor.rs",
+                commit="9b3e9249f^",
+                note="BatchingState::flush with no filter (the parent of the commit that added it)",
             ),
         ),
     ),

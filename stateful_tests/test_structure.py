@@ -35,6 +35,7 @@ OWN = {
     "g1_native": ("model/g1/", "invariants/g1.py", "specs/g1.py"),
     "g1_kvbm": ("model/g1/", "invariants/kvbm.py", "specs/kvbm.py"),
     "kv_router_radix_tree": ("model/router.py", "invariants/router.py"),
+    "kv_event_publisher": ("model/publisher.py", "invariants/publisher.py", "specs/publisher.py"),
 }
 # A literal that is not the component: an operation's argument key that happens to be spelled
 # like an alias, in the campaign that fuzzes argument keys.

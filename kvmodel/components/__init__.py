@@ -37,7 +37,17 @@ __all__ = [
 ]
 
 # The built-in components' packages, in the order every listing uses.
-_BUILTIN = ("kv_manager", "lru", "registry", "router", "g1_native", "g1_kvbm", "mocker_scheduler", "sglang_cache")
+_BUILTIN = (
+    "kv_manager",
+    "lru",
+    "registry",
+    "router",
+    "g1_native",
+    "g1_kvbm",
+    "mocker_scheduler",
+    "sglang_cache",
+    "publisher",
+)
 
 _REGISTRY: dict[str, Component] = {}
 _ALIASES: dict[str, str] = {}

@@ -399,23 +399,26 @@ def _u64(h: Any) -> int:
 
 
 class ModelPath:
-    """The router model (the 1.6.1 compressed tree) fed each engine message, through the
-    publisher's dedup filter (``publisher``) or not (``indexer``, and the raw path)."""
+    """The router model (the 1.6.1 compressed tree) fed each engine message, through the modelled
+    publisher (``publisher``: the ``kv_event_publisher`` component's model at its default revision,
+    or with ``dedup=False`` the revision before #8012) or straight (``indexer``, and the raw path)."""
 
     def __init__(self, kind: str, block_size: int, dedup: bool | None = None, local: LocalHash | None = None) -> None:
-        from kvmodel.model.publisher import DedupFilter
+        from kvmodel.model.publisher import KvEventPublisher
         from kvmodel.model.router import CompressedRadixTree
 
         self.block_size = block_size
         self.local = local
         self.tree = CompressedRadixTree()
-        self.filter = DedupFilter() if (kind == "publisher" if dedup is None else dedup) else None
+        self.publisher: KvEventPublisher | None = None
+        if kind == "publisher":
+            self.publisher = KvEventPublisher(() if dedup is not False else ("removed_passes_every_copy",))
 
     def step(self, message: Sequence[Any], dp_rank: int = 0) -> None:
         from kvmodel.model.errors import ModelError
 
         for ev in router_events(message, self.block_size, dp_rank, self.local):
-            passed = ev if self.filter is None else self.filter.publish(ev)
+            passed = ev if self.publisher is None else self.publisher.publish(ev)
             if passed is None:
                 continue
             try:
