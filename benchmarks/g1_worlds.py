@@ -14,7 +14,7 @@ hand-written tuple-state search reaches on this machine.
 
 With ``--workers N`` each search runs over ``N`` worker processes (``kvmodel explore --workers``:
 the same search, so the same states; ``states_per_s`` is then the rate of the ``N`` processes
-together) and the results go to ``benchmarks/results/g1_worlds_workers.json``.
+together; the result records ``workers``).
 
 Writes ``benchmarks/results/g1_worlds.json``. Usage: ``python benchmarks/g1_worlds.py [--budget S]
 [--workers N]``.
@@ -87,7 +87,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    name = "g1_worlds.json" if a.workers == 1 else "g1_worlds_workers.json"
+    name = "g1_worlds.json"
     out = a.out or str(ROOT / "benchmarks" / "results" / name)
     rows: list[dict[str, Any]] = []
     for component in ("g1_native", "g1_kvbm"):

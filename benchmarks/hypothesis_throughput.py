@@ -3,11 +3,9 @@
 Peer: the toy block-pool machine of ``shared/reference/examples/anchors-bench/hyp_pool.py``
 (the machine behind the anchors' figure of 4.5k steps/s), loaded from the shared folder
 and run with identical settings (generate phase only, no database, same example budget).
-Also measured, against the previous KV machine (``benchmarks/peers/kv_machine_draws.py``,
-``st.data()`` draws per block) in the same run: its throughput, the time for Hypothesis to find
-and shrink each quirk's counterexample and that counterexample's length (ten seeds); and the
-cost of one Hypothesis choice (bare machines drawing one integer, three, or a list), the figure
-behind ``kvmodel/packed.py``.
+Also measured: the time for Hypothesis to find and shrink each quirk's counterexample and that
+counterexample's length (median over ten seeds), and the cost of one Hypothesis choice (bare
+machines drawing one integer, three, or a list), the figure behind ``kvmodel/packed.py``.
 
 Writes ``benchmarks/results/hypothesis.json``. Usage:
     python benchmarks/hypothesis_throughput.py [--examples N] [--repeats R]
@@ -47,35 +45,8 @@ def _settings(n: int) -> settings:
     )
 
 
-def _previous_machine() -> type[machines.Machine]:
-    path = ROOT / "benchmarks" / "peers" / "kv_machine_draws.py"
-    spec = importlib.util.spec_from_file_location("kv_machine_draws", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    cls: type[machines.Machine] = mod.KvManagerMachine
-    return cls
-
-
-class _Using:
-    """``machines.machine_class("kv_manager")`` answers ``cls`` inside the block."""
-
-    def __init__(self, cls: type[machines.Machine] | None) -> None:
-        self.cls = cls
-        self.orig = machines.machine_class
-
-    def __enter__(self) -> None:
-        if self.cls is not None:
-            cls, orig = self.cls, self.orig
-            machines.machine_class = lambda c: cls if c == "kv_manager" else orig(c)  # type: ignore[assignment]
-
-    def __exit__(self, *exc: object) -> None:
-        machines.machine_class = self.orig  # type: ignore[assignment]
-
-
-def ours(n: int, cls: type[machines.Machine] | None = None) -> dict[str, Any]:
-    with _Using(cls):
-        m = machines.machine_for("kv_manager", {"max_capacity": 4}, quirks=())
+def ours(n: int) -> dict[str, Any]:
+    m = machines.machine_for("kv_manager", {"max_capacity": 4}, quirks=())
     t = time.perf_counter()
     run_state_machine_as_test(m, settings=_settings(n))
     dt = time.perf_counter() - t
@@ -163,21 +134,12 @@ def choice_cost(n: int) -> dict[str, Any]:
 SEEDS = tuple(range(10))
 
 
-def _find(cls: type[machines.Machine] | None, q: Any, hs: bool) -> dict[str, Any]:
+def _find(q: Any) -> dict[str, Any]:
     comp = q.component
     cfg = {"cleanup_threshold": 50} if comp.startswith("lru") else {"max_capacity": 4}
     per_seed = []
     for seed in SEEDS:
-        with _Using(cls):
-            r = machines.run(
-                comp,
-                config=cfg,
-                quirks=(q.name, *q.requires),
-                target=q.breaks,
-                max_examples=3000,
-                seed=seed,
-                hypothesis_shrink=hs,
-            )
+        r = machines.run(comp, config=cfg, quirks=(q.name, *q.requires), target=q.breaks, max_examples=3000, seed=seed)
         per_seed.append(
             {
                 "seed": seed,
@@ -190,7 +152,6 @@ def _find(cls: type[machines.Machine] | None, q: Any, hs: bool) -> dict[str, Any
         )
     found = [x for x in per_seed if x["found"]]
     return {
-        "seeds": per_seed,
         "median_seconds": round(statistics.median(x["seconds"] for x in per_seed), 3),
         "median_steps": statistics.median(x["trace_steps"] for x in found) if found else None,
         "max_steps": max(x["trace_steps"] for x in found) if found else None,
@@ -198,26 +159,14 @@ def _find(cls: type[machines.Machine] | None, q: Any, hs: bool) -> dict[str, Any
     }
 
 
-def time_to_find(previous: type[machines.Machine]) -> list[dict[str, Any]]:
-    """Per quirk, over ten seeds, the time to a shrunk counterexample and its length: the
-    default (Hypothesis's shrink phase, then step deletion, ``kvmodel.traces.minimize``) for
-    this machine and the previous one in the same run, and step deletion alone for this one."""
+def time_to_find() -> list[dict[str, Any]]:
+    """Per quirk, over ten seeds, the time to a shrunk counterexample (Hypothesis's shrink phase,
+    then step deletion, ``kvmodel.traces.minimize``) and its length."""
     rows = []
     for q in quirks_of("kv_manager") + quirks_of("lru_evictor_wallclock"):
-        row: dict[str, Any] = {"quirk": q.name}
-        row["hypothesis_shrink"] = _find(None, q, True)
-        if q.component == "kv_manager":
-            row["previous_machine_hypothesis_shrink"] = _find(previous, q, True)
-        row["deletion"] = _find(None, q, False)
-        h, d = row["hypothesis_shrink"], row["deletion"]
-        prev = row.get("previous_machine_hypothesis_shrink")
-        print(
-            f"  {q.name:<38} {h['median_seconds']:>6.2f}s {h['median_steps']} steps"
-            + (f" (previous machine {prev['median_seconds']:.2f}s {prev['median_steps']} steps)" if prev else "")
-            + f"; deletion only {d['median_seconds']:.2f}s {d['median_steps']} steps",
-            flush=True,
-        )
-        rows.append(row)
+        h = _find(q)
+        print(f"  {q.name:<38} {h['median_seconds']:>6.2f}s {h['median_steps']} steps", flush=True)
+        rows.append({"quirk": q.name, **h})
     return rows
 
 
@@ -227,17 +176,14 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "hypothesis.json"))
     a = ap.parse_args()
-    previous = _previous_machine()
-    runs_ours, runs_prev, runs_peer = [], [], []
+    runs_ours, runs_peer = [], []
     for i in range(a.repeats):
         runs_ours.append(ours(a.examples))
-        runs_prev.append(ours(a.examples, previous))
         p = peer(a.examples)
         if p:
             runs_peer.append(p)
         print(
             f"run {i}: kvmodel {runs_ours[-1]['steps_per_s']:,.0f} steps/s"
-            f" (previous machine {runs_prev[-1]['steps_per_s']:,.0f})"
             + (f", peer {p['steps_per_s']:,.0f} steps/s" if p else ", peer missing"),
             flush=True,
         )
@@ -250,7 +196,7 @@ def main() -> int:
     mo = model_only()
     print(f"model + invariants alone: {mo['steps_per_s']:,.0f} steps/s", flush=True)
     print("time to find each quirk:")
-    ttf = time_to_find(previous)
+    ttf = time_to_find()
     result: dict[str, Any] = {
         "benchmark": "hypothesis_throughput",
         "kvmodel_version": __version__,
@@ -265,11 +211,6 @@ def main() -> int:
             "median_examples_per_s": round(med(runs_ours, "examples_per_s"), 1),
             "runs": runs_ours,
         },
-        "previous_kv_machine": {
-            "source": "benchmarks/peers/kv_machine_draws.py (st.data() draws, commit 9bf14ad)",
-            "median_steps_per_s": round(med(runs_prev, "steps_per_s")),
-            "runs": runs_prev,
-        },
         "choice_cost": cost,
         "peer_anchor_toy_pool": None
         if not runs_peer
@@ -281,16 +222,10 @@ def main() -> int:
         },
         "model_and_invariants_only": mo,
         "time_to_find": ttf,
-        "median_time_to_find_s": statistics.median(r["hypothesis_shrink"]["median_seconds"] for r in ttf),
-        "median_time_to_find_s_previous_machine": statistics.median(
-            r["previous_machine_hypothesis_shrink"]["median_seconds"]
-            for r in ttf
-            if "previous_machine_hypothesis_shrink" in r
-        ),
-        "median_time_to_find_s_deletion_only": statistics.median(r["deletion"]["median_seconds"] for r in ttf),
+        "median_time_to_find_s": statistics.median(r["median_seconds"] for r in ttf),
     }
     if len(runs_peer) == len(runs_ours):
-        # each repeat runs ours, the previous machine and the peer back to back: the ratio within
+        # each repeat runs ours and the peer back to back: the ratio within
         # a repeat is robust to the machine's speed drifting between repeats
         result["median_paired_ratio_kvmodel_over_peer"] = round(
             statistics.median(o["steps_per_s"] / p["steps_per_s"] for o, p in zip(runs_ours, runs_peer, strict=True)),
