@@ -9,13 +9,14 @@ the executable model (counterexample traces that replay, agreement checks).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kvmodel.specs.engine import Step, TransitionSystem
 
 
 class Spec(Protocol):
-    """What the runner needs of a component's spec."""
+    """What the runner needs of every component's spec: the transition system, its quirks, a
+    version bounded for a BMC depth, and the way back to the executable model."""
 
     ts: TransitionSystem
     quirks: frozenset[str]
@@ -25,7 +26,13 @@ class Spec(Protocol):
     def step_json(self, step: Step) -> tuple[str, Any]: ...
     def universe_json(self) -> dict[str, Any]: ...
 
-    # The other direction (agreement runs): executable steps and states as constraints.
+
+@runtime_checkable
+class ConstraintSpec(Spec, Protocol):
+    """A spec whose agreement runs read executable steps and states as constraints
+    (:func:`kvmodel.specs.runner.agreement`: the KV manager's and the LRU evictors'); the G1 and
+    KVBM specs check agreement state by state with their own functions, the registry's not at all."""
+
     def within_bounds(self, system: Any, op: str) -> bool: ...
     def step_params(self, pre: Any, op: str, out: Any) -> tuple[str, dict[str, int]]: ...
     def state_constraint(self, system: Any, *, exact_stamps: bool) -> Callable[[Any], Any]: ...

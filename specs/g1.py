@@ -988,18 +988,6 @@ class G1Spec:
 
     # The executable -> spec direction is checked on whole runs by comparing observations
     # (``observe``), not state by state: copy identities would need a slot mapping.
-    def within_bounds(self, system: Any, op: str) -> bool:
-        raise NotImplementedError("g1 spec: use kvmodel.specs.g1.trace_agreement")
-
-    def step_params(self, pre: Any, op: str, out: Any) -> tuple[str, dict[str, int]]:
-        raise NotImplementedError("g1 spec: use kvmodel.specs.g1.trace_agreement")
-
-    def state_constraint(self, system: Any, *, exact_stamps: bool) -> Any:
-        raise NotImplementedError("g1 spec: use kvmodel.specs.g1.trace_agreement")
-
-    def post_constraint(self, system: Any, out: Any) -> Any:
-        raise NotImplementedError("g1 spec: use kvmodel.specs.g1.trace_agreement")
-
     def describe(self, values: dict[str, Any] | None) -> str:
         return "nothing" if values is None else ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
 

@@ -213,18 +213,6 @@ class KvbmSpec:
 
     # The executable -> spec direction is checked state by state by :func:`agreement`
     # (through :meth:`abstract` and :meth:`agree`), not through constraints.
-    def within_bounds(self, system: Any, op: str) -> bool:
-        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
-
-    def step_params(self, pre: Any, op: str, out: Any) -> tuple[str, dict[str, int]]:
-        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
-
-    def state_constraint(self, system: Any, *, exact_stamps: bool) -> Any:
-        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
-
-    def post_constraint(self, system: Any, out: Any) -> Any:
-        raise NotImplementedError("g1_kvbm spec: use kvmodel.specs.kvbm.agreement")
-
     # ------------------------------------------------------------------ agreement
     FLAGS: tuple[tuple[str, str], ...] = (
         ("f_rb", "kvbm.removed_before_stored"),

@@ -617,18 +617,6 @@ class RegistrySpec:
 
     # The agreement direction (executable -> spec) is not implemented for this spec: handle
     # identities would need a mapping from the model's fresh ids to slots.
-    def within_bounds(self, system: Any, op: str) -> bool:
-        raise NotImplementedError("registry spec: agreement runs are not implemented")
-
-    def step_params(self, pre: Any, op: str, out: Any) -> tuple[str, dict[str, int]]:
-        raise NotImplementedError("registry spec: agreement runs are not implemented")
-
-    def state_constraint(self, system: Any, *, exact_stamps: bool) -> Any:
-        raise NotImplementedError("registry spec: agreement runs are not implemented")
-
-    def post_constraint(self, system: Any, out: Any) -> Any:
-        raise NotImplementedError("registry spec: agreement runs are not implemented")
-
     def describe(self, values: dict[str, Any] | None) -> str:
         if values is None:
             return "no successor (the guard rejects the step)"

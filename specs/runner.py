@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from kvmodel import traces
+from kvmodel.model.errors import InvalidInput
 from kvmodel.model.quirks import faithful, quirks_of
-from kvmodel.specs import Spec, make_spec
+from kvmodel.specs import ConstraintSpec, Spec, make_spec
 
 if TYPE_CHECKING:
     from kvmodel.actions import Move
@@ -212,6 +213,8 @@ def agreement_run(
 
     q = frozenset(quirks)
     spec = make_spec(component, config, q if spec_quirks is None else spec_quirks)
+    if not isinstance(spec, ConstraintSpec):
+        raise InvalidInput(f"{component}'s spec has no constraint agreement (its own agreement check, if any)")
     sys_ = make_system(component, spec.exec_config(), q)
     rng = random.Random(seed)
     cache = {} if cache is None else cache
