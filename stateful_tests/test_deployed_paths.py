@@ -212,15 +212,16 @@ def test_a_batch_of_another_dp_rank_reaches_the_router_on_the_indexer_path_only(
     path.step([CLEARED])
 
 
-@pytest.mark.parametrize("kind", ["publisher", "indexer"])
-def test_the_real_mockers_stream_through_each_path_agrees_with_its_model(kind: str) -> None:
+@pytest.mark.parametrize(("kind", "workloads", "seed"), [("publisher", 200, 20261214), ("indexer", 30, 61)])
+def test_the_real_mockers_stream_through_each_path_agrees_with_its_model(kind: str, workloads: int, seed: int) -> None:
     """``kvmodel conform --target dynamo-mocker --path``: the real 1.6.1 mocker's events relayed
     through the path after its offline replay; the native pool publishes per hash, so no
-    per-copy filtering happens and the path's view never differs from the raw path's."""
+    per-copy filtering happens and the path's view never differs from the raw path's. The
+    publisher path at issue 61's done-when size (200 workloads, a seed no development run used)."""
     from kvmodel.conformance import mocker
 
     why = deployed.available() or mocker.available()
     require(why is None, f"the mocker path needs the real wheel: {why}")
-    out = mocker.run(workloads=30, seed=61, path=kind).to_json()
-    assert out["divergences"] == 0, out.get("first_divergence")
+    out = mocker.run(workloads=workloads, seed=seed, path=kind).to_json()
+    assert out["verdict"] == "pass" and out["divergences"] == 0, out.get("first_divergence")
     assert out["path_events"] > 0 and out["path_differs_from_raw"] == 0
