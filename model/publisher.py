@@ -92,20 +92,20 @@ class DedupFilter:
 class KvEventPublisher:
     """The worker-side publisher between an engine and the router: each input event passes the
     dedup filter (unless the ``removed_passes_every_copy`` quirk, the code before #8012, is on)
-    and what is left is sent with the publisher's next event id (from 1). ``sent`` keeps every
-    event sent, in order (the router's input)."""
+    and what is left is sent with the publisher's next event id (from 1). ``outbox`` holds what
+    was sent since its reader last took it (the router's input, in order)."""
 
     def __init__(self, quirks: Iterable[str] = ()) -> None:
         self.quirks = frozenset(quirks)
         self.filter = DedupFilter()
         self.next_publish_id = 1
-        self.sent: list[KvCacheEvent] = []
+        self.outbox: list[KvCacheEvent] = []
 
     def clone(self) -> KvEventPublisher:
         c = KvEventPublisher(self.quirks)
         c.filter = self.filter.clone()
         c.next_publish_id = self.next_publish_id
-        c.sent = list(self.sent)
+        c.outbox = list(self.outbox)
         return c
 
     def _send(self, data: Stored | Removed | Cleared, dp_rank: int) -> KvCacheEvent:
@@ -113,7 +113,7 @@ class KvEventPublisher:
             raise InvalidInput("the publisher's event id would pass u64::MAX")
         ev = KvCacheEvent(self.next_publish_id, data, dp_rank)
         self.next_publish_id += 1
-        self.sent.append(ev)
+        self.outbox.append(ev)
         return ev
 
     def stored(self, dp_rank: int, parent_hash: int | None, blocks: tuple[StoredBlock, ...]) -> KvCacheEvent:
@@ -145,7 +145,15 @@ class KvEventPublisher:
         publisher (the engine's id is not passed on)."""
         d = event.data
         if isinstance(d, Stored):
-            return self.stored(event.dp_rank, d.parent_hash, d.blocks)
-        if isinstance(d, Removed):
-            return self.removed(event.dp_rank, d.block_hashes)
-        return self.cleared(event.dp_rank)
+            out: KvCacheEvent | None = self.stored(event.dp_rank, d.parent_hash, d.blocks)
+        elif isinstance(d, Removed):
+            out = self.removed(event.dp_rank, d.block_hashes)
+        else:
+            out = self.cleared(event.dp_rank)
+        self.outbox.clear()
+        return out
+
+    def take(self) -> list[KvCacheEvent]:
+        """What was sent since the last ``take`` (and empties the outbox)."""
+        out, self.outbox = self.outbox, []
+        return out

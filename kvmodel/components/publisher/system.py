@@ -30,14 +30,11 @@ class PublisherSystem(ActionSystem):
         return before(self.monitor)
 
     def observe(self, action: Action, out: Outcome) -> list[Any]:
-        sent = self.model.sent[self._seen :]
-        self._seen = len(self.model.sent)
+        sent = self.model.take()
         if out.error is None:
             self.monitor.engine(action.op, action.dp_rank, action.hashes)  # type: ignore[attr-defined]
         self.monitor.router(sent)
         return list(sent)
-
-    _seen = 0
 
     def key(self) -> Any:
         counts = tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.model.filter.counts.items() if v))
@@ -48,7 +45,6 @@ class PublisherSystem(ActionSystem):
         c.component, c.config, c.quirks = self.component, self.config, self.quirks
         c.model = self.model.clone()
         c.monitor = self.monitor.copy()
-        c._seen = self._seen
         return c
 
     def snapshot(self) -> dict[str, Any]:
