@@ -718,8 +718,9 @@ _REVISIONS: list[Revision] = [
         files=(
             Pin(
                 "lib/llm/src/kv_router/publisher/event_processor.rs",
-                commit="9b3e9249f^",
-                note="BatchingState::flush with no filter (the parent of the commit that added it)",
+                commit="9b3e9249f",
+                note="the file as it was before this commit (its parent): BatchingState::flush with no "
+                "filter, the filter being what 9b3e9249f added",
             ),
         ),
     ),
