@@ -50,8 +50,9 @@ class PublisherMonitor:
     def held(self, dp_rank: int) -> set[int]:
         return {h for (r, h), n in self.copies.items() if r == dp_rank and n > 0}
 
-    def expected_removed(self, dp_rank: int, hashes: Iterable[int]) -> tuple[int, ...]:
-        """The hashes of a Removed whose last copy goes (or that the engine never held), in order."""
+    def _removal(self, dp_rank: int, hashes: Iterable[int]) -> tuple[tuple[int, ...], dict[tuple[int, int], int]]:
+        """A Removed's effect on the copies: the hashes whose last copy it takes (or that the engine
+        never held), in order, and the copies left."""
         left = dict(self.copies)
         out = []
         for h in hashes:
@@ -61,7 +62,11 @@ class PublisherMonitor:
                 out.append(h)
             else:
                 left[(dp_rank, h)] = n - 1
-        return tuple(out)
+        return tuple(out), left
+
+    def expected_removed(self, dp_rank: int, hashes: Iterable[int]) -> tuple[int, ...]:
+        """The hashes of a Removed whose last copy goes (or that the engine never held), in order."""
+        return self._removal(dp_rank, hashes)[0]
 
     def engine(self, op: str, dp_rank: int, hashes: Iterable[int]) -> None:
         """The engine's copies after its event."""
@@ -69,12 +74,7 @@ class PublisherMonitor:
             for h in hashes:
                 self.copies[(dp_rank, h)] = self.copies.get((dp_rank, h), 0) + 1
         elif op == "removed":
-            for h in hashes:
-                n = self.copies.get((dp_rank, h), 0)
-                if n <= 1:
-                    self.copies.pop((dp_rank, h), None)
-                else:
-                    self.copies[(dp_rank, h)] = n - 1
+            self.copies = self._removal(dp_rank, hashes)[1]
         else:
             self.copies = {k: n for k, n in self.copies.items() if k[0] != dp_rank}
 
