@@ -24,9 +24,10 @@ such filter: there every Removed reaches the tree.
 engine's events and the router, with the event ids the publisher gives what it sends
 (``BatchingState::flush`` in ``publisher/event_processor.rs`` at 0d29bd4e6, later
 ``publisher/batching.rs``): they count from 1 and advance once per event sent, so a Removed the
-filter swallows leaves no gap; the engine's own ids are not passed on. Without a batching timeout
-(the 1.6.1 default) every input event is flushed as it arrives, so one input event makes at most
-one router event; adjacent-event coalescing under a timeout is not modelled.
+filter swallows leaves no gap; the engine's own ids are not passed on. At 0d29bd4e6, without a
+batching timeout (the default), every input event is flushed as it arrives, so one input event
+makes at most one router event; later revisions coalesce adjacent events of one engine batch
+(fewer ids, the same content at the router), which is not modelled.
 
 Two older revisions are named: before 9b3e9249f (PR #8012, revision ``9b3e9249f^``) there was no
 filter, and every Removed reached the router (quirk ``removed_passes_every_copy``); at 9b3e9249f
