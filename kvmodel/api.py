@@ -130,7 +130,7 @@ def _component(component: str) -> Any:
     from kvmodel import components
 
     try:
-        return components.get(component, lambda c: c.api_space, "component with a workload generator")
+        return components.get(component, lambda c: c.api_world is not None, "component with a workload generator")
     except components.UnknownComponent as e:
         raise ValueError(str(e)) from None
 
@@ -318,7 +318,8 @@ def _concrete(
     from kvmodel import workloads
 
     c = _component(component)
-    return workloads.concrete(sp, c.api_ops(), sp.system(config, quirks), picks, c.api_weights, only)
+    ops = (*(c.api_ops() if c.api_ops is not None else ()), *map(workloads.const, c.queries))
+    return workloads.concrete(sp, ops, sp.system(config, quirks), picks, c.api_weights, only)
 
 
 def _declared(impl: Any, component: str) -> frozenset[str] | None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kvmodel import components
+from kvmodel import components, traces
 from kvmodel.cliargs import SEED, UsageError, integer, seconds
 from kvmodel.progress import Progress
 from kvmodel.verdicts import EXIT
@@ -118,7 +118,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     except HarnessError as e:  # the harness failed: no verdict (neither a pass nor a kill)
         print(f"kvmodel conform: {t.name}: {e}", file=sys.stderr)
         return EXIT["error"]
-    if args.out and (path := t.write_counterexample(out, args.out, args.seed)):
+    if args.out and (path := traces.write_counterexample(t, out, args.out, args.seed)):
         out["counterexample_path"] = path
     out.setdefault("verdict", "violation" if out["divergences"] else "pass")
     if out.get("revision") is None:  # every report names the revision it compared with
@@ -184,7 +184,7 @@ def _exec(args: argparse.Namespace) -> int:
     if not args.command:
         raise UsageError("--target exec needs the program to run after -- (e.g. -- ./my_impl --flag)")
     try:
-        comp = components.get(args.component, lambda c: c.api_space, "component with a workload generator")
+        comp = components.get(args.component, lambda c: c.api_world is not None, "component with a workload generator")
     except components.UnknownComponent as e:
         raise UsageError(e.detail) from None
     quirks, rev = _quirks(args, comp.name)

@@ -85,9 +85,10 @@ def _record(component: str) -> tuple[Any, ...]:
     """``(operations, events, model modules, returns shapes, notes)``; a record may stop after the
     modules (no shapes, no notes)."""
     from kvmodel import components
+    from kvmodel.components.base import resolve
 
     c = components.get(component)
-    rec = tuple(c.contract()) if c.contract is not None else ({}, "", ())
+    rec = tuple(resolve(c.contract)) if c.contract is not None else ({}, "", ())
     return rec + ({}, ())[len(rec) - 3 :]
 
 
@@ -109,7 +110,7 @@ def preconditions(component: str) -> dict[str, str]:
     from kvmodel import components
 
     c = components.get(component)
-    if c.api_space is None:
+    if c.api_world is None:
         return {}
     guards = getattr(type(c.api_space()), "GUARDS", {})
     out = {}
@@ -292,7 +293,7 @@ def markdown() -> str:
         sysm = c.make_system({}, ())
         out += [f"## `{name}` — {c.title}", "", f"Real code: {c.real_code}. Default configuration: "]
         out[-1] += "`" + json.dumps(dict(sysm.config), sort_keys=True) + "` (unknown keys are errors)."
-        assert c.api_space is not None
+        assert c.api_world is not None
         sp: Any = c.api_space()
         fields = ", ".join(f"{f.name}={getattr(sp, f.name)!r}" for f in attrs.fields(type(sp)))
         doc = (type(sp).__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")

@@ -100,11 +100,17 @@ def _serve(conn: Connection, job: dict[str, Any]) -> None:
         _expand_levels(conn, job, collector)
 
 
+def guards_of(sp: Any, moves: list[Any]) -> list[bool]:
+    """Per move, whether the space's guard can refuse it (``guarded``; every move when the space
+    does not say)."""
+    guarded = getattr(sp, "guarded", None)
+    return [True] * len(moves) if guarded is None else [bool(guarded(m)) for m in moves]
+
+
 def _expand_levels(conn: Connection, job: dict[str, Any], collector: membound.PausedCollector) -> None:
     sp, moves, fixed, symmetry = job["space"], job["moves"], job["fixed"], job["symmetry"]
     component, defer, ws, graph = job["component"], job["defer"], job["witnesses"], job["graph"]
     classes, halt = job["classes"], job["stop"]
-    from kvmodel.explorer import guards_of  # (the explorer imports this module)
 
     allows, key = sp.allows, sp.key
     guarded = guards_of(sp, moves)

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 import attrs
 
 from kvmodel import explore_workers, invariants, membound, traces
-from kvmodel.explore_workers import MAX_WORKERS
+from kvmodel.explore_workers import MAX_WORKERS, guards_of
 from kvmodel.model.quirks import mode_label
 from kvmodel.systems import System
 
@@ -357,13 +357,6 @@ def _deep_size(obj: Any, seen: set[int] | None = None) -> int:
     elif isinstance(obj, tuple | list | set | frozenset):
         size += sum(_deep_size(x, seen) for x in obj)
     return size
-
-
-def guards_of(sp: Space, moves: list[Any]) -> list[bool]:
-    """Per move, whether the space's guard can refuse it (``guarded``; every move when the space
-    does not say)."""
-    guarded = getattr(sp, "guarded", None)
-    return [True] * len(moves) if guarded is None else [bool(guarded(m)) for m in moves]
 
 
 def explore(

@@ -121,10 +121,11 @@ class HypothesisResult:
 def machine_class(component: str) -> type[Machine]:
     """The component's machine class (``kvmodel.components``)."""
     from kvmodel import components
+    from kvmodel.components.base import resolve
 
     c = components.get(component, lambda c: c.machine, "component with a Hypothesis machine")
     assert c.machine is not None
-    cls: type[Machine] = c.machine()
+    cls: type[Machine] = resolve(c.machine)
     return cls
 
 

@@ -131,17 +131,42 @@ def _registry(state: dict[str, Any], hot: set[str]) -> list[tuple[str, list[str]
     return rows
 
 
+# what reading a recorded value of another shape than the model records raises
+UNREADABLE = (KeyError, TypeError, AttributeError, ValueError, IndexError)
+
+
+def router_view(view: dict[int, int | None], events: list[Any]) -> None:
+    """What a router consuming the KV manager's Store/Remove stream holds (Stored minus Removed,
+    with each hash's announced parent), updated in place."""
+    try:
+        _apply_view(view, events)
+    except UNREADABLE:
+        pass
+
+
+def _apply_view(view: dict[int, int | None], events: list[Any]) -> None:
+    for e in events:
+        if isinstance(e, dict) and "Store" in e:
+            parent = e["Store"].get("parent_hash")
+            for h in e["Store"]["blocks"]:
+                if not isinstance(h, int) or isinstance(h, bool):  # damaged: no hash (the view orders hashes)
+                    continue
+                view[h] = parent
+                parent = h
+        elif isinstance(e, dict) and "Remove" in e:
+            for h in e["Remove"]["blocks"]:
+                view.pop(h, None)
+
+
 def _rows(state: Any, config: Any, hot: set[str]) -> list[tuple[str, list[str]]]:
     """The rows of one recorded state; a state (or configuration) of another shape than the
     model records — a hand-edited or damaged trace — is drawn as one row saying so, as the
-    terminal view shows such values as they are (``show._UNREADABLE``)."""
-    from kvmodel.show import _UNREADABLE
-
+    terminal view shows such values as they are (``UNREADABLE``)."""
     if not isinstance(state, dict):
         return []
     try:
         return _drawn(state, config if isinstance(config, dict) else {}, hot)
-    except (*_UNREADABLE, OverflowError):
+    except (*UNREADABLE, OverflowError):
         return [("state", [_cell("dead", "", "the recorded state has an unexpected shape", set())])]
 
 
@@ -165,8 +190,6 @@ def _view(view: dict[int, int | None], hot: set[str]) -> list[str]:
 
 def pools(trace: dict[str, Any], marked: dict[str, Any], router_stream: bool) -> str:
     """The pools section of the page: one block per step (``id="pool-STEP"``)."""
-    from kvmodel.show import _router_view
-
     step = marked.get("step") if marked else None
     d = (trace.get("origin") or {}).get("divergence") or {}
     hot = named(trace, step, [marked.get("message") if marked else None, d.get("model"), d.get("implementation")])
@@ -177,7 +200,7 @@ def pools(trace: dict[str, Any], marked: dict[str, Any], router_stream: bool) ->
         obs = s.get("observe") or {}
         rows = _rows(obs.get("state"), trace.get("config") or {}, hot if i == step else set())
         if router_stream:
-            _router_view(view, obs.get("events") or [])
+            router_view(view, obs.get("events") or [])
             rows.append(("router view", _view(view, hot if i == step else set())))
         if not rows:
             continue

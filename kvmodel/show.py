@@ -15,12 +15,13 @@ import html
 import json
 from typing import Any
 
-from kvmodel import components
+from kvmodel import components, pictures
+from kvmodel.pictures import UNREADABLE as _UNREADABLE
+from kvmodel.pictures import router_view as _router_view
 
 COL_W, COL_GAP, LINE_H = 236, 16, 15
 # The per-component renderings read fields a schema-valid trace need not have (the schema
 # leaves recorded observations open): whatever they cannot read is shown as plain JSON.
-_UNREADABLE = (KeyError, TypeError, AttributeError, ValueError, IndexError)
 
 
 def _short(v: Any, n: int = 60) -> str:
@@ -133,29 +134,6 @@ def _state_lines_of(state: Any) -> list[str]:
     if "order" in state:
         return [f"LRU order: {' < '.join(map(str, state['order'])) or '—'}"]
     return [_short({k: v for k, v in state.items() if v}, 90)]
-
-
-def _router_view(view: dict[int, int | None], events: list[Any]) -> None:
-    """What a router consuming the KV manager's Store/Remove stream holds (Stored minus Removed,
-    with each hash's announced parent), updated in place."""
-    try:
-        _apply_view(view, events)
-    except _UNREADABLE:
-        pass
-
-
-def _apply_view(view: dict[int, int | None], events: list[Any]) -> None:
-    for e in events:
-        if isinstance(e, dict) and "Store" in e:
-            parent = e["Store"].get("parent_hash")
-            for h in e["Store"]["blocks"]:
-                if not isinstance(h, int) or isinstance(h, bool):  # damaged: no hash (the view orders hashes)
-                    continue
-                view[h] = parent
-                parent = h
-        elif isinstance(e, dict) and "Remove" in e:
-            for h in e["Remove"]["blocks"]:
-                view.pop(h, None)
 
 
 def _steps(trace: dict[str, Any]) -> list[dict[str, Any]]:
@@ -281,8 +259,6 @@ text{font:12px monospace} .head{font-weight:bold} .op{fill:#124} .res{fill:#555}
 
 
 def page(trace: dict[str, Any], title: str = "kvmodel trace") -> str:
-    from kvmodel import pictures
-
     v = marked(trace)
     comp = trace.get("component")
     stream = isinstance(comp, str) and any(c.router_stream for c in components.registered() if comp in c.names)

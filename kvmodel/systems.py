@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from kvmodel import components
 from kvmodel.invariants import StepContext, Violation
 from kvmodel.model.errors import InvalidInput, ModelError
 
@@ -118,13 +119,9 @@ def check_config(
 def make_system(component: str, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> System:
     """Build a component's system (by name or alias); ``quirks=None`` means faithful (the seed's
     revision)."""
-    from kvmodel import components
-
     return components.get(component, lambda c: c.system, "component with a system").make_system(config, quirks)
 
 
 def system_components() -> tuple[str, ...]:
     """The components with an executable system, in registry order."""
-    from kvmodel import components
-
     return components.names(lambda c: c.system)

@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from kvmodel import components
+from kvmodel.jsonio import write_text
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.systems import make_system
 
@@ -79,8 +81,6 @@ def walk(component: str, steps: int = 8) -> dict[str, Any]:
     """A trace of ``steps`` steps of ``component``'s explorer world (its CLI default world, ideal
     model), taking the ``7i``-th enabled move at step ``i`` (modulo their number): a valid trace
     whose recorded states have that component's shape, the same on every run."""
-    from kvmodel import components
-
     sp = components.get(component).explore_space(components.World({}, {}))
     s = sp.system({}, [])
     ops: list[tuple[str, Any]] = []
@@ -130,8 +130,6 @@ def minimize(
     def still(cand: list[tuple[str, Any]]) -> list[tuple[str, Any]] | None:
         hit = breaks(cand)
         return None if hit is None else cand[: hit + 1]
-
-    from kvmodel import components
 
     merge = components.get(component).merge_steps
     return one_minimal(cur[: end + 1], still, last_first=True, pairs_up_to=PAIRS_UP_TO, merge=merge)
@@ -368,3 +366,24 @@ def replay(
             res.violation = {"invariant": v.invariant, "step": i, "message": v.message}
             res.violated_at_step = [x.invariant for x in out.violations]
     return res
+
+
+def write_counterexample(
+    target: components.ConformTarget, report: dict[str, Any], out_dir: str | Path, seed: int
+) -> str | None:
+    """Write a conformance report's divergent workload to ``out_dir``
+    (``conform-TARGET-seedS.json``): the report's ``trace`` when it has one (a kvmodel trace, which
+    ``kvmodel replay`` and ``kvmodel show`` read), else the workload under the target's
+    ``counterexample_key``, with the configuration the steps ran in (a capacity, an engine)."""
+    if not report.get("counterexample"):
+        return None
+    path = Path(out_dir) / f"conform-{target.name}-seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if report.get("trace"):
+        write(report["trace"], path)
+        return str(path)
+    doc = {"target": target.name, target.counterexample_key: report["counterexample"]}
+    if report.get("config"):
+        doc["config"] = report["config"]
+    write_text(path, json.dumps(doc, indent=2) + "\n")
+    return str(path)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kvmodel import components
 from kvmodel.model.quirks import faithful
 
-COMPONENTS = [c.name for c in components.with_(lambda c: c.api_space)]
+COMPONENTS = [c.name for c in components.with_(lambda c: c.api_world is not None)]
 
 
 def _walk(name: str, quirks: Any, picks: list[int]) -> tuple[Any, Any, list[Any]]:

@@ -157,7 +157,7 @@ def test_the_tiered_registry_revision_passes_invariant_mode_and_fails_equality_w
     assert eq.verdict == "violation"
 
 
-@pytest.mark.parametrize("component", [c.name for c in components.registered() if c.api_space is not None], ids=str)
+@pytest.mark.parametrize("component", [c.name for c in components.registered() if c.api_world is not None], ids=str)
 def test_every_component_with_a_workload_generator_has_invariant_mode(component: str) -> None:
     few = {"coverage": False, "workloads": 50}  # every operation appears; the registry's are long
     ideal = check_implementation(ModelAdapter(component), component, check="invariants", **few)

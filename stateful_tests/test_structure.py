@@ -11,11 +11,13 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from kvmodel import cli, components, invariants, suite
@@ -261,3 +263,67 @@ def test_every_package_is_declared_for_a_wheel_install() -> None:
         for p in (ROOT / "kvmodel").rglob("__init__.py")
     }
     assert found <= declared, sorted(found - declared)
+
+
+# ----------------------------------------------------------------------------- imports (issue 62)
+
+
+def _import_graph() -> Any:
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "tools" / "import_graph.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_installed_package_has_no_import_cycle() -> None:
+    """No chain of imports, at module level or inside a function, leads from a module back to it."""
+    g = _import_graph()
+    edges, _ = g.graph(g.modules())
+    assert len(edges) > 150 and sum(map(len, edges.values())) > 300
+    assert g.cycles(edges) == []
+
+
+def test_the_cycle_finder_sees_a_function_local_cycle_and_a_parent_package(tmp_path: Path) -> None:
+    g = _import_graph()
+    for folder in ("kvmodel/sub", "model", "invariants", "specs"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "kvmodel/__init__.py").write_text("")
+    (tmp_path / "kvmodel/a.py").write_text("def f():\n    from kvmodel import b\n")
+    (tmp_path / "kvmodel/b.py").write_text("from kvmodel.a import f\n")
+    (tmp_path / "kvmodel/sub/__init__.py").write_text("from kvmodel import c\n")
+    (tmp_path / "kvmodel/c.py").write_text("from kvmodel.sub.d import x\n")
+    (tmp_path / "kvmodel/sub/d.py").write_text("x = 1\n")
+    (tmp_path / "kvmodel/e.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kvmodel import a\n"
+    )
+    edges, local = g.graph(g.modules(tmp_path))
+    assert g.cycles(edges) == [["kvmodel.a", "kvmodel.b"], ["kvmodel.c", "kvmodel.sub"]]
+    assert local == 1 and "kvmodel.a" not in edges["kvmodel.e"]
+
+
+def test_component_records_are_data() -> None:
+    """A record names the parts it needs in other modules as "module:attr" references: no record
+    imports inside a function (no loader closures), and every reference resolves."""
+    for p in sorted((ROOT / "kvmodel" / "components").glob("*/__init__.py")):
+        tree = ast.parse(p.read_text())
+        local = [
+            n.lineno
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.Lambda))
+            for n in ast.walk(f)
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+        ]
+        assert local == [], f"{p.relative_to(ROOT)}: imports inside functions at lines {local}"
+    refs = [
+        v
+        for c in components.registered()
+        for v in [
+            *(getattr(c, f.name) for f in attrs.fields(type(c))),
+            *(getattr(t, f) for t in c.conform for f in ("available", "run", "describe")),
+        ]
+        if isinstance(v, components.Ref)
+    ]
+    assert len(refs) > 60
+    for r in refs:
+        assert r.get() is not None, r.path

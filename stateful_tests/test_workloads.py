@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kvmodel import api, components
 from kvmodel.model.errors import InvalidInput
 
-API_COMPONENTS = components.names(lambda c: c.api_space)
+API_COMPONENTS = components.names(lambda c: c.api_world is not None)
 
 
 def test_every_component_with_a_system_has_a_workload_world() -> None:

@@ -212,9 +212,9 @@ def component(
         spec=lambda config, quirks: CounterSpec(config, quirks, acts, name),
         universe=lambda world: {"limit": world.config.get("limit", 2)},
         profile=CheckProfile(explore=World({"limit": 2}, {}), bmc_depth=4),
-        api_space=space,
-        machine=lambda: acts.machine(f"{name}_machine", {}, {"limit": 2}),
-        invariants=lambda: (invariants(name) + extra_invariants, witnesses),
+        api_world={},
+        machine=acts.machine(f"{name}_machine", {}, {"limit": 2}),
+        invariants=(invariants(name) + extra_invariants, witnesses),
         quirks=(Quirk("dec_wraps", name, "toy", "dec at zero goes to -1", ("toy.nonnegative",)),),
     )
 

@@ -11,7 +11,7 @@ from kvmodel import api, components
 
 
 def main(names: list[str]) -> None:
-    for c in names or components.names(lambda c: c.api_space):
+    for c in names or components.names(lambda c: c.api_world is not None):
         for q in ([], "faithful"):
             t = time.monotonic()
             r = api.check_implementation(api.ModelAdapter(c, q), c, quirks=q)

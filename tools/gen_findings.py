@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kvmodel import components, explorer, invariants, machines
+from kvmodel.components.base import resolve
 from kvmodel.model.quirks import QUIRKS, quirk_revisions, quirks_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,12 +82,12 @@ class Helpers:
         self.consequence: dict[str, str] = {}
         for c in components.registered():
             if c.findings is not None:
-                self.consequence.update(c.findings().CONSEQUENCE)
+                self.consequence.update(resolve(c.findings).CONSEQUENCE)
 
     def binary(self, q: Any) -> str:
         """Whether a real binary confirms the quirk, and the revisions of the real code that have it."""
         c = components.get(q.component)
-        said = c.findings().binary(q) if c.findings is not None else "no binary"
+        said = resolve(c.findings).binary(q) if c.findings is not None else "no binary"
         return f"{said}; revision(s) {', '.join(quirk_revisions(q.name))}"
 
     def hypothesis_quirks(
@@ -239,7 +240,7 @@ def main() -> None:
     ]
     for c in components.registered():
         if c.findings is not None:
-            lines += c.findings().section(h)
+            lines += resolve(c.findings).section(h)
     missing = set(QUIRKS) - set(h.consequence)
     assert not missing, missing
     cut = lines.index("") + 1  # after the title

@@ -128,7 +128,7 @@ def entries(only: str | None, engine: str | None) -> list[dict[str, Any]]:
         if only and c.name != only:
             continue
         if engine in (None, "explore") and c.space is not None:
-            out += [explore_entry(c, n, w, q) for n, w, q in c.manifest_worlds()]
+            out += [explore_entry(c, n, w, q) for n, w, q in c.manifest_worlds]
         if c.spec is None:
             continue
         if engine in (None, "prove"):

@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 
-from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, ConformTarget, Option, World
+from kvmodel import invariants
+from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, ConformTarget, Option, Ref, World
+from kvmodel.model import quirks
 from kvmodel.model.errors import InvalidInput
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "Component",
     "ConformTarget",
     "Option",
+    "Ref",
     "UnknownComponent",
     "World",
     "canonical",
@@ -76,13 +79,12 @@ def register(c: Component) -> Component:
         if n in _REGISTRY or n in _ALIASES:
             raise ValueError(f"component name {n!r} is taken")
     if c.quirks or c.revisions:
-        from kvmodel.model import quirks
-
         quirks.register(c.quirks, c.revisions)
+    if c.invariants is not None:
+        invariants.register(*c.invariants)
     _REGISTRY[c.name] = c
     for a in c.aliases:
         _ALIASES[a] = c.name
-    _changed()
     return c
 
 
@@ -92,17 +94,9 @@ def unregister(name: str) -> None:
     for a in c.aliases:
         _ALIASES.pop(a, None)
     if c.quirks or c.revisions:
-        from kvmodel.model import quirks
-
         quirks.unregister(c.name)
-    _changed()
-
-
-def _changed() -> None:
-    """The invariant catalogue is built from the records: forget it when they change."""
-    from kvmodel import invariants
-
-    invariants.reset()
+    if c.invariants is not None:
+        invariants.unregister(c.name)
 
 
 def registered() -> tuple[Component, ...]:

@@ -8,15 +8,17 @@ conformance targets, vector harnesses and seeded bugs. The records live in
 ``kvmodel/components/<name>/__init__.py`` and are registered in :mod:`kvmodel.components`;
 nothing outside those files branches on a component's name.
 
-Heavy parts (Hypothesis, Z3, the real wheel) are reached through zero-argument loaders, so that
-looking a component up costs nothing.
+A record is data: the parts it names in other modules are ``"package.module:attr"`` strings
+(:class:`Ref`), imported the first time an engine uses them, so that looking a component up
+imports nothing heavy (Hypothesis, Z3, the real wheel) and no record imports the modules that
+use it. A record built at run time (the test suite's toy) may give the values themselves.
 """
 
 from __future__ import annotations
 
-import json
+import functools
+import importlib
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -27,6 +29,42 @@ if TYPE_CHECKING:
     from kvmodel.specs import Spec
     from kvmodel.systems import System
     from kvmodel.vectors.harness import Harness
+
+
+@attrs.frozen
+class Ref:
+    """A ``"package.module:attr"`` reference (``"package.module"``: the module), imported on first
+    use; ``args`` go before the caller's when the target is called (one factory serving two
+    records, as the LRU evictors' do)."""
+
+    path: str
+    args: tuple[Any, ...] = ()
+
+    def get(self) -> Any:
+        return _target(self.path)
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self.get()(*self.args, *args, **kw)
+
+
+@functools.cache
+def _target(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return (
+        functools.reduce(getattr, attr.split("."), importlib.import_module(module))
+        if attr
+        else importlib.import_module(module)
+    )
+
+
+def resolve(part: Any) -> Any:
+    """What a record's field names: the target of a :class:`Ref`, or the value given."""
+    return part.get() if isinstance(part, Ref) else part
+
+
+def _part(x: Any) -> Any:
+    return Ref(x) if isinstance(x, str) else x
+
 
 # The commands whose options a component declares.
 EXPLORE, SPEC = "explore", "spec"  # SPEC: prove and bmc
@@ -109,9 +147,9 @@ class ConformTarget:
 
     name: str
     title: str
-    available: Callable[[], str | None]
-    run: Callable[..., dict[str, Any]]
-    describe: Callable[[dict[str, Any]], list[str]]
+    available: Callable[[], str | None] = attrs.field(converter=_part)
+    run: Callable[..., dict[str, Any]] = attrs.field(converter=_part)
+    describe: Callable[[dict[str, Any]], list[str]] = attrs.field(converter=_part)
     in_check: bool = True
     revisions: tuple[str, ...] = ()
     counterexample_key: str = "operations"
@@ -121,28 +159,7 @@ class ConformTarget:
     paths: tuple[str, ...] = ("raw",)
     # whether a divergent operation list diverges from the real implementation (re-checked
     # outside a mutant by the mutation benchmark); None: not re-checkable
-    diverges: Callable[[Any], bool] | None = None
-
-    def write_counterexample(self, report: dict[str, Any], out_dir: str | Path, seed: int) -> str | None:
-        """Write the report's divergent workload to ``out_dir`` (``conform-TARGET-seedS.json``):
-        the report's ``trace`` when it has one (a kvmodel trace, which ``kvmodel replay`` and
-        ``kvmodel show`` read), else the workload under ``counterexample_key``."""
-        if not report.get("counterexample"):
-            return None
-        path = Path(out_dir) / f"conform-{self.name}-seed{seed}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if report.get("trace"):
-            from kvmodel.traces import write
-
-            write(report["trace"], path)
-            return str(path)
-        doc = {"target": self.name, self.counterexample_key: report["counterexample"]}
-        if report.get("config"):  # the configuration the steps ran in (a capacity, an engine)
-            doc["config"] = report["config"]
-        from kvmodel.jsonio import write_text
-
-        write_text(path, json.dumps(doc, indent=2) + "\n")
-        return str(path)
+    diverges: Callable[[Any], bool] | None = attrs.field(default=None, converter=_part)
 
 
 @attrs.frozen
@@ -153,23 +170,29 @@ class Component:
     title: str
     real_code: str
     aliases: tuple[str, ...] = ()
-    system: Callable[[dict[str, Any] | None, Iterable[str] | None], System] | None = None
-    # the explorer: a space factory taking the space parameters
-    space: Callable[..., Space] | None = None
+    # Each part below is a "module:attr" reference (:class:`Ref`) or, in a record built at run
+    # time, the value itself. Factories: ``system(config, quirks) -> System``, the explorer's
+    # ``space(**parameters) -> Space``, the Z3 spec's ``spec(config, quirks) -> Spec``.
+    system: Callable[[dict[str, Any] | None, Iterable[str] | None], System] | None = attrs.field(
+        default=None, converter=_part
+    )
+    space: Callable[..., Space] | None = attrs.field(default=None, converter=_part)
     options: tuple[Option, ...] = ()
-    # Hypothesis: the machine class (loaded lazily)
-    machine: Callable[[], type] | None = None
-    # Z3: make_spec(config, quirks) and the spec universe of an explore world
-    spec: Callable[[dict[str, Any], Iterable[str]], Spec] | None = None
-    universe: Callable[[World], dict[str, Any]] | None = None
-    # the quirks the spec's world can reach (None: all)
-    spec_quirks: Callable[[], frozenset[str]] | None = None
+    # Hypothesis: the machine class
+    machine: Any = attrs.field(default=None, converter=_part)
+    spec: Callable[[dict[str, Any], Iterable[str]], Spec] | None = attrs.field(default=None, converter=_part)
+    # the spec universe of an explore world
+    universe: Callable[[World], dict[str, Any]] | None = attrs.field(default=None, converter=_part)
+    # the quirks the spec's world cannot reach (checked by Hypothesis and the explorer only)
+    spec_skips: frozenset[str] = frozenset()
     profile: CheckProfile = CheckProfile()
-    # differential checking of users' implementations: the workload world, and the operations
-    # the generator draws besides its moves (queries, operations the explorer does not move;
-    # ``kvmodel.workloads.ApiOp``)
-    api_space: Callable[[], Space] | None = None
-    api_ops: Callable[[], tuple[Any, ...]] = tuple
+    # differential checking of users' implementations: the workload world (the explorer space's
+    # parameters), the operations the generator draws besides its moves (``api_ops() ->
+    # tuple[kvmodel.workloads.ApiOp, ...]``: queries, operations the explorer does not move) and
+    # the queries drawn with no arguments
+    api_world: Mapping[str, Any] | None = None
+    api_ops: Callable[[], tuple[Any, ...]] | None = attrs.field(default=None, converter=_part)
+    queries: tuple[str, ...] = ()
     # move kinds drawn more (or less) often than the default (``kvmodel.workloads.MOVE_WEIGHT``):
     # those that need a long set-up to be enabled
     api_weights: Mapping[str, int] = attrs.field(factory=dict, converter=_as_dict)
@@ -179,36 +202,38 @@ class Component:
     # event fields that hold the model's own numbering of objects (the registry's handle ids):
     # compared up to a one-to-one renaming kept over a run (``kvmodel.api.Renaming``)
     renamed_fields: tuple[str, ...] = ()
-    # the adapter contract (docs/contracts.md): ``(operations, events, model modules[, returns
-    # shapes, notes])`` — operation -> (arguments, what ``returns`` holds), the events and how they
+    # the adapter contract (docs/contracts.md): ``(operations, events, model modules, returns
+    # shapes, notes)`` — operation -> (arguments, what ``returns`` holds), the events and how they
     # compare, the ``kvmodel.model`` modules whose raises the operations reach, operation -> the
     # shape of its ``returns``, and paragraphs of notes (``kvmodel.contracts``)
-    contract: Callable[[], tuple[Any, ...]] | None = None
-    # the Z3 agreement runs of the mutation benchmark: (spec universe, moves: typed actions or
-    # ``kvmodel.actions.Move`` templates)
-    agreement: Callable[[], tuple[dict[str, Any], list[Any]]] | None = None
+    contract: Any = attrs.field(default=None, converter=_part)
+    # the Z3 agreement runs of the mutation benchmark: ``agreement() -> (spec universe, moves)``
+    agreement: Callable[[], tuple[dict[str, Any], list[Any]]] | None = attrs.field(default=None, converter=_part)
     conform: tuple[ConformTarget, ...] = ()
-    vectors: Callable[[], tuple[type[Harness], ...]] = tuple
-    mutants: Callable[[], tuple[Mutant, ...]] = tuple
+    # the vector harnesses (``tuple[type[Harness], ...]``) and the seeded bugs (``tuple[Mutant, ...]``)
+    vectors: Any = attrs.field(default=None, converter=_part)
+    mutants: Any = attrs.field(default=None, converter=_part)
     # more explorer worlds pinned in specs/manifest.json: (name, world, quirks)
-    manifest_worlds: Callable[[], list[tuple[str, World, list[str]]]] = list
+    manifest_worlds: tuple[tuple[str, World, tuple[str, ...]], ...] = ()
     # the component's sections of docs/findings.md (tools/gen_findings.py): a module with
     # ``CONSEQUENCE`` (quirk -> consequence), ``binary(quirk)`` and ``section(helpers)``
-    findings: Callable[[], Any] | None = None
-    # quirks and revisions the record brings (a component added at run time; the built-in ones
-    # are in the model's catalogue, kvmodel/model/quirks.py): registering the record adds them
+    findings: Any = attrs.field(default=None, converter=_part)
+    # quirks, revisions and ``(invariants, witnesses)`` a component added at run time brings (the
+    # built-in ones are in the model's catalogue, kvmodel/model/quirks.py, and in
+    # kvmodel.invariants): registering the record adds them
     quirks: tuple[Any, ...] = ()
     revisions: tuple[Any, ...] = ()
-    # the declared invariants and witnesses (``kvmodel.invariants`` reads them from here)
-    invariants: Callable[[], tuple[tuple[Any, ...], tuple[Any, ...]]] | None = None
+    invariants: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
     # how two adjacent steps of the trace format combine into one, for the trace minimizer
     # (``kvmodel.shrink.one_minimal``'s ``merge``): ``((op, args), (op, args)) -> (op, args) | None``
-    merge_steps: Callable[[tuple[str, Any], tuple[str, Any]], tuple[str, Any] | None] | None = None
+    merge_steps: Callable[[tuple[str, Any], tuple[str, Any]], tuple[str, Any] | None] | None = attrs.field(
+        default=None, converter=_part
+    )
     # the events are the Store/Remove stream a router consumes (``kvmodel show`` adds the router's view)
     router_stream: bool = False
     # invariant mode (``kvmodel.invariant_mode``): ``observer(config)`` reads an implementation's
     # observations as the component's invariants read the model's steps (None: no invariant mode)
-    observer: Callable[[dict[str, Any]], Any] | None = None
+    observer: Callable[[dict[str, Any]], Any] | None = attrs.field(default=None, converter=_part)
 
     # -- what the engines ask
     @property
@@ -229,6 +254,17 @@ class Component:
         assert self.space is not None, self.name
         return self.space(**dict(world.space))
 
+    def api_space(self) -> Space:
+        """The workload world of the differential API."""
+        assert self.space is not None and self.api_world is not None, self.name
+        return self.space(**dict(self.api_world))
+
+    def harnesses(self) -> tuple[type[Harness], ...]:
+        return tuple(resolve(self.vectors) or ())
+
+    def seeded_mutants(self) -> tuple[Mutant, ...]:
+        return tuple(resolve(self.mutants) or ())
+
     def spec_universe(self, world: World) -> dict[str, Any]:
         """The Z3 universe that searches the same bounded system as the explorer's ``world``."""
         assert self.universe is not None, self.name
@@ -242,5 +278,4 @@ class Component:
 
     def modelled_quirks(self, quirks: Iterable[str]) -> frozenset[str]:
         """``quirks`` restricted to what the spec's world reaches."""
-        q = frozenset(quirks)
-        return q if self.spec_quirks is None else q & self.spec_quirks()
+        return frozenset(quirks) - self.spec_skips

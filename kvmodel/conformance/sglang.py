@@ -57,8 +57,8 @@ from typing import Any
 
 import attrs
 
+from kvmodel.components.sglang_cache import NAME
 from kvmodel.components.sglang_cache.system import (
-    NAME,
     Ns,
     Pages,
     SglangCacheSystem,

@@ -595,7 +595,7 @@ def _vllm_chain(none_hash: bytes, tokens: Sequence[int]) -> list[int]:
 
 class Visibility:
     """vLLM's stream as per-hash visibility transitions, hashes renamed into the model's (the
-    scheduler system's event form, :class:`kvmodel.components.mocker_scheduler.system.Transition`):
+    scheduler system's event form, :class:`kvmodel.components.mocker_scheduler.actions.Transition`):
     a block stored when its hash gets its first copy, removed when it loses its last, every cache
     emptied at AllBlocksCleared. vLLM's per-copy events (a second BlockStored, a BlockRemoved while
     a copy remains) are left out: they are counted by the stream check, and the model publishes per
@@ -609,7 +609,7 @@ class Visibility:
         return None if h is None else self.rename.get(h, f"vllm:{h}")
 
     def feed(self, events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        from kvmodel.components.mocker_scheduler.system import Transition
+        from kvmodel.components.mocker_scheduler.actions import Transition
 
         out: list[Transition] = []
         for e in events:
@@ -671,7 +671,7 @@ def trace_steps(
 def model_compare(steps: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Run ``steps`` on the scheduler system; the first step whose observation differs from
     vLLM's (or that breaks one of the model's own stream invariants), else ``None``."""
-    from kvmodel.components.mocker_scheduler.actions import NAME
+    from kvmodel.components.mocker_scheduler import NAME
     from kvmodel.systems import make_system
 
     sys_ = make_system(NAME, scheduler_config(), [])
@@ -871,7 +871,7 @@ def engine_trace(s: Schedule, chk: StreamCheck, seed: int) -> dict[str, Any]:
     it on the model shows where the model and vLLM part. A failure of vLLM's stream or of the
     router (which the scheduler model does not see) is the trace's ``violation``, at the step of
     the engine step it happened in; a model difference is ``origin.divergence``."""
-    from kvmodel.components.mocker_scheduler.actions import NAME
+    from kvmodel.components.mocker_scheduler import NAME
     from kvmodel.traces import engine_trace as assemble
 
     origin: dict[str, Any] = {

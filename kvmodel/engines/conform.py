@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvmodel import traces
 from kvmodel.components import Component
-from kvmodel.engines import Budget, Case, CheckResult
+from kvmodel.engines.base import Budget, Case, CheckResult
 
 
 def divergence(report: dict[str, Any]) -> dict[str, Any]:
@@ -50,5 +51,5 @@ class ConformEngine:
             return res
         res.outcome, res.verdict = "violation", "DIVERGENCE"
         res.violation = divergence(j)
-        res.trace = t.write_counterexample(j, budget.out_dir, budget.seed)
+        res.trace = traces.write_counterexample(t, j, budget.out_dir, budget.seed)
         return res

@@ -10,7 +10,7 @@ from typing import Any
 
 from kvmodel import explorer, traces
 from kvmodel.components import Component
-from kvmodel.engines import Budget, Case, CheckResult
+from kvmodel.engines.base import Budget, Case, CheckResult
 
 
 def outcome(r: explorer.ExploreResult, case: Case) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from kvmodel import machines, traces
 from kvmodel.components import Component
-from kvmodel.engines import Budget, Case, CheckResult, trace_name
+from kvmodel.engines.base import Budget, Case, CheckResult, trace_name
 from kvmodel.profiles import QUIRK_MIN_EXAMPLES
 
 

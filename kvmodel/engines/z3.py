@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kvmodel.components import Component
-from kvmodel.engines import Budget, Case, CheckResult
+from kvmodel.engines.base import Budget, Case, CheckResult
 
 
 def _properties(component: Component) -> set[str]:

@@ -11,7 +11,7 @@ from kvmodel.mutants import Mutant
 def mutants() -> tuple[Mutant, ...]:
     from kvmodel import components
 
-    return tuple(m for c in components.registered() for m in c.mutants())
+    return tuple(m for c in components.registered() for m in c.seeded_mutants())
 
 
 def __getattr__(name: str) -> Any:

@@ -211,7 +211,7 @@ def explore_worlds(component: str, case: Case, dist: Distribution) -> list[dict[
     c = components.get(component)
     out = [_world_json("check", c.profile.explore)]
     cost = manifest_seconds()
-    for name, w, qs in c.manifest_worlds():
+    for name, w, qs in c.manifest_worlds:
         if sorted(qs) == sorted(case.quirks) and name in cost and cost[name] <= dist.explore_max_seconds:
             j = _world_json(name, w)
             if all((j["config"], j["space"]) != (o["config"], o["space"]) for o in out):
@@ -223,7 +223,7 @@ def machine_worlds(component: str) -> list[dict[str, Any]]:
     """The configurations a Hypothesis task may run the machine in besides its own."""
     c = components.get(component)
     seen: list[dict[str, Any]] = []
-    for w in [c.profile.explore, *(w for _, w, _ in c.manifest_worlds())]:
+    for w in [c.profile.explore, *(w for _, w, _ in c.manifest_worlds)]:
         cfg = dict(w.config)
         if cfg not in seen:
             seen.append(cfg)

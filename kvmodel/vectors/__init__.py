@@ -40,7 +40,7 @@ def harnesses() -> dict[str, type[Harness]]:
     """Every vector component's harness, from the components' declarations (registry order)."""
     from kvmodel import components
 
-    return {h.component: h for c in components.registered() for h in c.vectors()}
+    return {h.component: h for c in components.registered() for h in c.harnesses()}
 
 
 def __getattr__(name: str) -> Any:

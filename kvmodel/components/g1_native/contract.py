@@ -101,3 +101,5 @@ NOTES: tuple[str, ...] = (
     "answer (an input outside the world's preconditions, checked before anything moves) changes "
     "nothing.",
 )
+
+CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, NOTES)

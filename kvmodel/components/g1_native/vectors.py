@@ -652,3 +652,5 @@ def _slot_list(x: Any) -> list[int]:
 
 
 _ = (PartialBlock, UniqueBlock, InvalidInput, ClassVar)
+
+HARNESSES = (NativePoolHarness, NativeBackendHarness, G1ManagerHarness)

@@ -5,104 +5,33 @@ Promote, Store and Remove events. Model: ``model/kv_manager.py``; invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, Option, World
+from kvmodel.model.quirks import faithful, quirks_of
 
 NAME = "kv_manager"
-
-
-def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
-    from kvmodel.components.kv_manager.system import KvManagerSystem
-
-    return KvManagerSystem(config, quirks)
-
-
-def _space(**kw: Any) -> Any:
-    from kvmodel.components.kv_manager.space import KvSpace
-
-    return KvSpace(**kw)
-
-
-def _machine() -> type:
-    from kvmodel.components.kv_manager.machine import KvManagerMachine
-
-    return KvManagerMachine
-
-
-def _spec(config: dict[str, Any], quirks: Iterable[str]) -> Any:
-    from kvmodel.specs.kv_manager import make_spec
-
-    return make_spec(config, quirks)
+_HERE = "kvmodel.components.kv_manager"
+SMALL = {"n_full": 3, "partials": 1, "max_batch": 2, "max_refcount": 2}
 
 
 def _universe(w: World) -> dict[str, Any]:
     return {"max_capacity": w.config["max_capacity"], **{k: w.space[k] for k in ("n_full", "partials", "max_batch")}}
 
 
-def _agreement() -> tuple[dict[str, Any], list[Any]]:
-    from kvmodel.components.kv_manager.actions import Process
-    from kvmodel.components.kv_manager.space import KvSpace
-
-    moves = [Process(a) for a in KvSpace(3, 1, 2, 2).actions()]
-    return {"max_capacity": 2, "n_full": 3, "partials": 1, "max_batch": 2}, moves
-
-
-def _vectors() -> tuple[type, ...]:
-    from kvmodel.components.kv_manager.vectors import (
-        OldActiveSequenceHarness,
-        OldKvManagerHarness,
-        TokenBlockSequenceHarness,
-    )
-
-    return (OldKvManagerHarness, OldActiveSequenceHarness, TokenBlockSequenceHarness)
-
-
-def _mutants() -> tuple[Any, ...]:
-    from kvmodel.components.kv_manager.mutants import MUTANTS
-
-    return MUTANTS
-
-
-def _observer(config: dict[str, Any]) -> Any:
-    from kvmodel.components.kv_manager.observe import KvObserver
-
-    return KvObserver(config)
-
-
-def _spec_quirks() -> frozenset[str]:
-    """The Z3 spec models the MoveBlock signals, not the queries: every quirk but the prefill
-    cost's (``prefill_cost_counts_any_resident``, checked by Hypothesis and the explorer)."""
-    from kvmodel.model.quirks import quirks_of
-
-    return frozenset(q.name for q in quirks_of(NAME)) - {"prefill_cost_counts_any_resident"}
-
-
-SMALL = {"n_full": 3, "partials": 1, "max_batch": 2, "max_refcount": 2}
-
-
-def _manifest() -> list[tuple[str, World, list[str]]]:
-    from kvmodel.model.quirks import faithful, quirks_of
-
+def _manifest() -> tuple[tuple[str, World, tuple[str, ...]], ...]:
     c2 = World({"max_capacity": 2}, SMALL)
     out = [
-        ("ideal-c2", c2, []),
-        ("ideal-c2-counter-nochannel", World({"max_capacity": 2, "evictor": "counter", "channel": False}, SMALL), []),
-        ("ideal-c3-b4-cli-defaults", World({"max_capacity": 3}, {**SMALL, "n_full": 4}), []),
-        ("ideal-c3", World({"max_capacity": 3}, {**SMALL, "n_full": 4, "partials": 2}), []),
-        ("ideal-c4-b6", World({"max_capacity": 4}, {**SMALL, "n_full": 6}), []),
-        ("ideal-c4-b6-batch3", World({"max_capacity": 4}, {**SMALL, "n_full": 6, "max_batch": 3}), []),
-        ("faithful-c2", c2, sorted(faithful(NAME))),
+        ("ideal-c2", c2, ()),
+        ("ideal-c2-counter-nochannel", World({"max_capacity": 2, "evictor": "counter", "channel": False}, SMALL), ()),
+        ("ideal-c3-b4-cli-defaults", World({"max_capacity": 3}, {**SMALL, "n_full": 4}), ()),
+        ("ideal-c3", World({"max_capacity": 3}, {**SMALL, "n_full": 4, "partials": 2}), ()),
+        ("ideal-c4-b6", World({"max_capacity": 4}, {**SMALL, "n_full": 6}), ()),
+        ("ideal-c4-b6-batch3", World({"max_capacity": 4}, {**SMALL, "n_full": 6, "max_batch": 3}), ()),
+        ("faithful-c2", c2, tuple(sorted(faithful(NAME)))),
     ]
-    out += [(f"quirk-{q.name}-c2", c2, sorted({q.name, *q.requires})) for q in quirks_of(NAME)]
-    return out
-
-
-def _findings() -> Any:
-    from kvmodel.components.kv_manager import findings
-
-    return findings
+    out += [(f"quirk-{q.name}-c2", c2, tuple(sorted({q.name, *q.requires}))) for q in quirks_of(NAME)]
+    return tuple(out)
 
 
 OPTIONS = (
@@ -128,24 +57,6 @@ OPTIONS = (
 )
 
 
-def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    from kvmodel.invariants import kv_manager as inv
-
-    return inv.INVARIANTS, inv.WITNESSES
-
-
-def _api_ops() -> tuple[Any, ...]:
-    from kvmodel.components.kv_manager import workload
-
-    return workload.api_ops()
-
-
-def _contract() -> tuple[Any, ...]:
-    from kvmodel.components.kv_manager import contract
-
-    return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, ()
-
-
 def _merge_steps(a: tuple[str, Any], b: tuple[str, Any]) -> tuple[str, Any] | None:
     """Two Uses (two Derefs, two Destroys) in a row as one signal of both block lists, for the
     trace minimizer: one Use of five new blocks where deletion leaves a Use of two and one of
@@ -167,27 +78,28 @@ COMPONENT = Component(
     title="mocker KV manager, single-file era",
     real_code="lib/llm/src/mocker/kv_manager.rs (seed 000)",
     aliases=("kv",),
-    system=_system,
-    space=_space,
+    system=f"{_HERE}.system:KvManagerSystem",
+    space=f"{_HERE}.space:KvSpace",
     options=OPTIONS,
-    machine=_machine,
-    spec=_spec,
+    machine=f"{_HERE}.machine:KvManagerMachine",
+    spec="kvmodel.specs.kv_manager:make_spec",
     universe=_universe,
+    # the Z3 spec models the MoveBlock signals, not the queries: the prefill cost's quirk is
+    # checked by Hypothesis and the explorer
+    spec_skips=frozenset({"prefill_cost_counts_any_resident"}),
     profile=CheckProfile(explore=World({"max_capacity": 2}, SMALL), bmc_depth=6),
-    api_space=lambda: _space(n_full=4, partials=1, max_batch=3, max_refcount=3),
-    api_ops=_api_ops,
-    contract=_contract,
+    api_world={"n_full": 4, "partials": 1, "max_batch": 3, "max_refcount": 3},
+    api_ops=f"{_HERE}.workload:api_ops",
+    contract=f"{_HERE}.contract:CONTRACT",
     # a pool fills and evicts only through Use and Deref: they get most picks
     api_weights={"Use": 6, "Deref": 4, "GetPrefillCost": 0},  # the api draws its own prefill queries
-    agreement=_agreement,
-    vectors=_vectors,
-    mutants=_mutants,
-    invariants=_invariants,
-    manifest_worlds=_manifest,
-    findings=_findings,
+    agreement=f"{_HERE}.space:agreement",
+    vectors=f"{_HERE}.vectors:HARNESSES",
+    mutants=f"{_HERE}.mutants:MUTANTS",
+    manifest_worlds=_manifest(),
+    findings=f"{_HERE}.findings",
     router_stream=True,
-    observer=_observer,
-    spec_quirks=_spec_quirks,
+    observer=f"{_HERE}.observe:KvObserver",
     merge_steps=_merge_steps,
 )
 COMPONENTS = (COMPONENT,)

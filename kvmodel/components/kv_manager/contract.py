@@ -41,3 +41,5 @@ RETURNS: dict[str, str] = {
     "num_active_blocks": "usize",
     "num_inactive_blocks": "usize",
 }
+
+CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, ())

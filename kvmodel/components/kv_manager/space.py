@@ -279,3 +279,11 @@ def orbit_size(key: bytes, space: KvSpace) -> int:
             n //= math.factorial(c)
         total *= n
     return total
+
+
+def agreement() -> tuple[dict[str, Any], list[Any]]:
+    """The Z3 agreement runs of the mutation benchmark: a capacity-2 world and every move of
+    three full blocks, one partial and batches of two."""
+    return {"max_capacity": 2, "n_full": 3, "partials": 1, "max_batch": 2}, [
+        Process(a) for a in KvSpace(3, 1, 2, 2).actions()
+    ]

@@ -236,3 +236,6 @@ class TokenBlockSequenceHarness(Harness):
         self.seq = TokenBlockSequence(tokens(spec["tokens"]), bs, salt)
 
     op_TokenBlockSequence_new = op_new
+
+
+HARNESSES = (OldKvManagerHarness, OldActiveSequenceHarness, TokenBlockSequenceHarness)

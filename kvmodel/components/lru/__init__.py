@@ -4,120 +4,32 @@ Model: ``model/lru.py``; invariants: ``invariants/lru.py``; Z3 spec: ``specs/lru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Any
 
-from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, Option, World
+from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, Option, Ref, World
 
 WALLCLOCK, COUNTER = "lru_evictor_wallclock", "lru_evictor_counter"
-
-
-def _system(name: str) -> Any:
-    def make(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
-        from kvmodel.components.lru.system import LruSystem
-
-        return LruSystem(name, config, quirks)
-
-    return make
-
-
-def _space(name: str) -> Any:
-    def make(**kw: Any) -> Any:
-        from kvmodel.components.lru.space import LruSpace
-
-        return LruSpace(name, **kw)
-
-    return make
-
-
-def _machine() -> type:
-    from kvmodel.components.lru.machine import LruMachine
-
-    return LruMachine
-
-
-def _spec(name: str) -> Any:
-    def make(config: dict[str, Any], quirks: Iterable[str]) -> Any:
-        from kvmodel.specs.lru import make_spec
-
-        return make_spec(name, config, quirks)
-
-    return make
+_HERE = "kvmodel.components.lru"
 
 
 def _universe(w: World) -> dict[str, Any]:
     return {"objects": w.space["objects"], "max_queue": w.space["max_queue"], **w.config}
 
 
-def moves(name: str) -> list[Any]:
-    """The agreement runs' moves (typed actions; a wall-clock insert one tick or none after the
-    evictor's clock, :class:`~kvmodel.components.lru.actions.InsertAfter`)."""
-    from kvmodel.components.lru.actions import Evict, Insert, InsertAfter, Len, PushFront, Remove
-
-    out: list[Any] = [Evict(), Len()]
-    for o in range(3):
-        out += [Remove(o)]
-        if name == WALLCLOCK:
-            out += [InsertAfter(o, 0), InsertAfter(o, 1)]
-        else:
-            out += [Insert(o), PushFront(o)]
-    return out
-
-
-def _agreement(name: str) -> Any:
-    cfg = {"objects": 3, "cleanup_threshold": 2, "max_queue": 8} if name == WALLCLOCK else {"objects": 3}
-    return lambda: (cfg, moves(name))
-
-
-def _vectors(name: str) -> Any:
-    def load() -> tuple[type, ...]:
-        from kvmodel.components.lru.vectors import CounterLruHarness, LruHarness
-
-        return (LruHarness,) if name == WALLCLOCK else (CounterLruHarness,)
-
-    return load
-
-
-def _mutants(name: str) -> Any:
-    def load() -> tuple[Any, ...]:
-        from kvmodel.components.lru.mutants import MUTANTS
-
-        return tuple(m for m in MUTANTS if m.component == name)
-
-    return load
-
-
-def _manifest(name: str) -> Any:
-    def worlds() -> list[tuple[str, World, list[str]]]:
-        if name == COUNTER:
-            return [("lru-counter-3", World({}, {"objects": 3, "max_queue": 6}), [])]
-        q = ["equal_timestamp_stale_entry"]
-        return [
-            ("lru-wallclock-ideal-3", World({"cleanup_threshold": 1}, {"objects": 3, "max_queue": 6}), []),
-            (
-                "quirk-equal_timestamp_stale_entry-2-t1",
-                World({"cleanup_threshold": 1}, {"objects": 2, "max_queue": 4}),
-                q,
-            ),
-            (
-                "quirk-equal_timestamp_stale_entry-3-t1",
-                World({"cleanup_threshold": 1}, {"objects": 3, "max_queue": 6}),
-                q,
-            ),
-            (
-                "quirk-equal_timestamp_stale_entry-2-t50",
-                World({"cleanup_threshold": 50}, {"objects": 2, "max_queue": 4}),
-                q,
-            ),
-        ]
-
-    return worlds
-
-
-def _findings() -> Any:
-    from kvmodel.components.lru import findings
-
-    return findings
+def _manifest(name: str) -> tuple[tuple[str, World, tuple[str, ...]], ...]:
+    if name == COUNTER:
+        return (("lru-counter-3", World({}, {"objects": 3, "max_queue": 6}), ()),)
+    q = ("equal_timestamp_stale_entry",)
+    return (
+        ("lru-wallclock-ideal-3", World({"cleanup_threshold": 1}, {"objects": 3, "max_queue": 6}), ()),
+        ("quirk-equal_timestamp_stale_entry-2-t1", World({"cleanup_threshold": 1}, {"objects": 2, "max_queue": 4}), q),
+        ("quirk-equal_timestamp_stale_entry-3-t1", World({"cleanup_threshold": 1}, {"objects": 3, "max_queue": 6}), q),
+        (
+            "quirk-equal_timestamp_stale_entry-2-t50",
+            World({"cleanup_threshold": 50}, {"objects": 2, "max_queue": 4}),
+            q,
+        ),
+    )
 
 
 def _options(name: str) -> tuple[Option, ...]:
@@ -135,71 +47,32 @@ def _options(name: str) -> tuple[Option, ...]:
     return tuple(out)
 
 
-def _invariants(name: str) -> Callable[[], tuple[tuple[Any, ...], tuple[Any, ...]]]:
-    def load() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        from kvmodel.invariants import lru
-
-        return lru.invariants_of(name), lru.witnesses_of(name)
-
-    return load
-
-
-def _api_ops() -> tuple[Any, ...]:
-    from kvmodel.workloads import const
-
-    return (const("len"),)
-
-
-def _contract(name: str) -> Callable[[], tuple[Any, ...]]:
-    def load() -> tuple[Any, ...]:
-        from kvmodel.components.lru import contract
-
-        return (
-            contract.OPERATIONS[name],
-            contract.EVENTS[name],
-            contract.MODULES[name],
-            contract.RETURNS[name],
-            (),
-        )
-
-    return load
-
-
-def _observer(name: str) -> Any:
-    def make(config: dict[str, Any]) -> Any:
-        from kvmodel.components.lru.observe import LruObserver
-
-        return LruObserver(name)
-
-    return make
-
-
 def _component(name: str, title: str, universe: dict[str, Any]) -> Component:
+    kind = "WALLCLOCK" if name == WALLCLOCK else "COUNTER"
     return Component(
         name=name,
         title=title,
         real_code="lib/llm/src/mocker/evictor.rs",
-        system=_system(name),
-        space=_space(name),
+        system=Ref(f"{_HERE}.system:LruSystem", (name,)),
+        space=Ref(f"{_HERE}.space:LruSpace", (name,)),
         options=_options(name),
-        machine=_machine,
-        spec=_spec(name),
+        machine=f"{_HERE}.machine:LruMachine",
+        spec=Ref("kvmodel.specs.lru:make_spec", (name,)),
         universe=_universe,
         # threshold 2: the lazy queue keeps stale entries between cleanups (with 1 it never does,
         # and a bug in skipping stale entries would be invisible)
         profile=CheckProfile(
             explore=World({"cleanup_threshold": 2}, {"objects": 2, "max_queue": 4}), bmc_depth=6, z3_universe=universe
         ),
-        api_space=lambda: _space(name)(objects=3, max_queue=8),
-        api_ops=_api_ops,
-        contract=_contract(name),
-        agreement=_agreement(name),
-        vectors=_vectors(name),
-        mutants=_mutants(name),
-        invariants=_invariants(name),
+        api_world={"objects": 3, "max_queue": 8},
+        queries=("len",),
+        contract=f"{_HERE}.contract:{kind}_CONTRACT",
+        agreement=Ref(f"{_HERE}.actions:agreement", (name,)),
+        vectors=f"{_HERE}.vectors:{kind}_HARNESSES",
+        mutants=f"{_HERE}.mutants:{kind}_MUTANTS",
         manifest_worlds=_manifest(name),
-        findings=_findings if name == WALLCLOCK else None,
-        observer=_observer(name),
+        findings=f"{_HERE}.findings" if name == WALLCLOCK else None,
+        observer=Ref(f"{_HERE}.observe:LruObserver", (name,)),
     )
 
 

@@ -135,3 +135,13 @@ ACTIONS: dict[str, Actions] = {
     WALLCLOCK: Actions(WALLCLOCK, (Insert, Remove, Evict, Len)),
     COUNTER: Actions(COUNTER, (Insert, PushFront, Remove, Evict, Len)),
 }
+
+
+def agreement(component: str) -> tuple[dict[str, Any], list[Action]]:
+    """The Z3 agreement runs of the mutation benchmark: a three-object world and its moves (a
+    wall-clock insert one tick or none after the evictor's clock, :class:`InsertAfter`)."""
+    wall = component == "lru_evictor_wallclock"
+    out: list[Action] = [Evict(), Len()]
+    for o in range(3):
+        out += [Remove(o), *((InsertAfter(o, 0), InsertAfter(o, 1)) if wall else (Insert(o), PushFront(o)))]
+    return ({"objects": 3, "cleanup_threshold": 2, "max_queue": 8} if wall else {"objects": 3}), out

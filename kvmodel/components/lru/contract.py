@@ -35,3 +35,7 @@ RETURNS: dict[str, dict[str, str]] = {
     "lru_evictor_counter": {"insert": "null", "push_front": "null", **_QUERIES},
     "lru_evictor_wallclock": {"insert": "null", **_QUERIES},
 }
+
+WALLCLOCK_CONTRACT, COUNTER_CONTRACT = (
+    (OPERATIONS[c], EVENTS[c], MODULES[c], RETURNS[c], ()) for c in ("lru_evictor_wallclock", "lru_evictor_counter")
+)

@@ -64,3 +64,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "remove reports the object as removed but keeps it",
     ),
 )
+
+WALLCLOCK_MUTANTS = tuple(m for m in MUTANTS if m.component == "lru_evictor_wallclock")
+COUNTER_MUTANTS = tuple(m for m in MUTANTS if m.component == "lru_evictor_counter")

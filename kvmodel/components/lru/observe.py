@@ -16,7 +16,7 @@ from kvmodel.invariants.lru import Before, LruMonitor
 class LruObserver:
     readable = frozenset({"events"})  # the state invariants are lemmas of the model's own structures
 
-    def __init__(self, component: str) -> None:
+    def __init__(self, component: str, config: dict[str, Any] | None = None) -> None:
         self.actions = ACTIONS[component]
         self.monitor = LruMonitor()
         self.provides = frozenset({"events"})

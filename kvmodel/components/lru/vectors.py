@@ -70,3 +70,7 @@ class LruHarness(Harness):
 class CounterLruHarness(LruHarness):
     component = "lru_evictor_counter"
     model_component = "lru_evictor_counter"
+
+
+WALLCLOCK_HARNESSES = (LruHarness,)
+COUNTER_HARNESSES = (CounterLruHarness,)

@@ -7,24 +7,15 @@ for action, and the one that engine's counterexample traces replay on (``docs/g1
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 from kvmodel.components.base import Component
-from kvmodel.components.mocker_scheduler.actions import NAME
 
-
-def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
-    from kvmodel.components.mocker_scheduler.system import SchedulerSystem
-
-    return SchedulerSystem(config, quirks)
-
+NAME = "mocker_vllm_scheduler"
 
 COMPONENT = Component(
     name=NAME,
     title="the mocker's vLLM scheduler, stepped per engine step",
     real_code="aisimulate crates/core/src/engine/scheduler/vllm/core.rs over lib/mocker/src/cache/vllm_block_pool.rs",
     aliases=("vllm_scheduler",),
-    system=_system,
+    system="kvmodel.components.mocker_scheduler.system:SchedulerSystem",
 )
 COMPONENTS = (COMPONENT,)

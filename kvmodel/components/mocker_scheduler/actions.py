@@ -20,9 +20,25 @@ from kvmodel import argspec as A
 from kvmodel.actions import ABSENT, Action, Actions
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
+from kvmodel.components.mocker_scheduler import NAME
 from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.model.g1.vllm_block_pool import NativePool
 
-NAME = "mocker_vllm_scheduler"
+
+@attrs.frozen
+class Transition:
+    """One per-hash visibility transition: ``kind`` is Stored, Removed or Cleared."""
+
+    kind: str
+    block: Any = None
+    parent: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "Stored":
+            return {"Stored": {"blocks": [self.block], "parent_hash": self.parent}}
+        if self.kind == "Removed":
+            return {"Removed": {"blocks": [self.block]}}
+        return {"Cleared": {"blocks": []}}
 
 
 class Stalled(ModelError):
@@ -125,8 +141,6 @@ class ResetPrefixCache(SchedulerAction):
     op = "reset_prefix_cache"
 
     def perform(self, system: Any, out: list[Any]) -> bool:
-        from kvmodel.model.g1.vllm_block_pool import NativePool
-
         m = system.model
         p = m.pool
         if len(p.copies) != len(p.inactive) or p.reserved != 0:
@@ -145,8 +159,6 @@ class Step(SchedulerAction):
     op = "step"
 
     def perform(self, system: Any, out: list[Any]) -> list[Any]:
-        from kvmodel.components.mocker_scheduler.system import Transition
-
         m = system.model
         out += [Transition("Cleared")] * system.cleared
         system.cleared = 0

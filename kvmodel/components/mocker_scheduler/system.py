@@ -39,32 +39,15 @@ import copy
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-import attrs
-
 from kvmodel.actions import Action
-from kvmodel.components.mocker_scheduler.actions import ACTIONS, NAME
+from kvmodel.components.mocker_scheduler import NAME
+from kvmodel.components.mocker_scheduler.actions import ACTIONS, Transition
 from kvmodel.components.mocker_scheduler.actions import Stalled as Stalled  # re-exported
 from kvmodel.invariants import Violation
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.g1.vllm_block_pool import MAX_SLOTS
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
-
-
-@attrs.frozen
-class Transition:
-    """One per-hash visibility transition: ``kind`` is Stored, Removed or Cleared."""
-
-    kind: str
-    block: Any = None
-    parent: Any = None
-
-    def to_json(self) -> dict[str, Any]:
-        if self.kind == "Stored":
-            return {"Stored": {"blocks": [self.block], "parent_hash": self.parent}}
-        if self.kind == "Removed":
-            return {"Removed": {"blocks": [self.block]}}
-        return {"Cleared": {"blocks": []}}
 
 
 class SchedulerSystem(System):

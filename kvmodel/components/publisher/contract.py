@@ -33,3 +33,5 @@ NOTES = (
     "The faithful model is revision 6f64a59b6 (the 1.6.1 wheel's rules); `9b3e9249f` clears every "
     "rank's counts on a Cleared and `9b3e9249f^` has no filter.",
 )
+
+CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, NOTES)

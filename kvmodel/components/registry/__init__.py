@@ -5,12 +5,13 @@ global registries, registration and publish handles, publishers, the unregister 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from kvmodel.components.base import EXPLORE, SPEC, CheckProfile, Component, Option, World
+from kvmodel.model.quirks import faithful, quirks_of, revision
 
 NAME = "kvbm_block_registry"
+_HERE = "kvmodel.components.registry"
 
 # The world `kvmodel check` explores exhaustively (seconds on 2 cores).
 CHECK_SPACE: dict[str, Any] = {
@@ -23,68 +24,24 @@ CHECK_SPACE: dict[str, Any] = {
 }
 
 
-def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
-    from kvmodel.components.registry.system import RegistrySystem
-
-    return RegistrySystem(config, quirks)
-
-
-def _space(**kw: Any) -> Any:
-    from kvmodel.components.registry.space import RegSpace
-
-    return RegSpace(**kw)
-
-
-def _machine() -> type:
-    from kvmodel.components.registry.machine import RegistryMachine
-
-    return RegistryMachine
-
-
-def _spec(config: dict[str, Any], quirks: Iterable[str]) -> Any:
-    from kvmodel.specs.registry import make_spec
-
-    return make_spec(config, quirks)
-
-
 def _universe(w: World) -> dict[str, Any]:
     out = {k: v for k, v in w.space.items() if k != "shared"}
     if w.space.get("shared"):
-        out["registries"] = _space(**w.space).registries()
+        out["registries"] = COMPONENT.explore_space(w).registries()  # type: ignore[attr-defined]
     return out
 
 
-def _vectors() -> tuple[type, ...]:
-    from kvmodel.components.registry.vectors import RegistryHarness
-
-    return (RegistryHarness,)
-
-
-def _mutants() -> tuple[Any, ...]:
-    from kvmodel.components.registry.mutants import MUTANTS
-
-    return MUTANTS
-
-
-def _manifest() -> list[tuple[str, World, list[str]]]:
-    from kvmodel.model.quirks import faithful, quirks_of, revision
-
-    reg = CHECK_SPACE
+def _manifest() -> tuple[tuple[str, World, tuple[str, ...]], ...]:
+    reg = World({}, CHECK_SPACE)
     out = [
-        ("registry-ideal", World({}, reg), []),
-        ("registry-ideal-arcs", World({}, {**reg, "arcs": 1}), []),
-        ("registry-ideal-shared-3", World({}, {**reg, "states": 3, "publishers": 1, "shared": 1}), []),
-        ("registry-faithful", World({}, reg), sorted(faithful(NAME))),
-        ("registry-revision-403dd259", World({}, reg), sorted(revision(NAME, "403dd259").quirks)),
+        ("registry-ideal", reg, ()),
+        ("registry-ideal-arcs", World({}, {**CHECK_SPACE, "arcs": 1}), ()),
+        ("registry-ideal-shared-3", World({}, {**CHECK_SPACE, "states": 3, "publishers": 1, "shared": 1}), ()),
+        ("registry-faithful", reg, tuple(sorted(faithful(NAME)))),
+        ("registry-revision-403dd259", reg, tuple(sorted(revision(NAME, "403dd259").quirks))),
     ]
-    out += [(f"quirk-{q.name}-registry", World({}, reg), [q.name]) for q in quirks_of(NAME)]
-    return out
-
-
-def _findings() -> Any:
-    from kvmodel.components.registry import findings
-
-    return findings
+    out += [(f"quirk-{q.name}-registry", reg, (q.name,)) for q in quirks_of(NAME)]
+    return tuple(out)
 
 
 _WHAT = {
@@ -108,57 +65,40 @@ OPTIONS = (
 )
 
 
-def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    from kvmodel.invariants import registry as inv
-
-    return inv.INVARIANTS, inv.WITNESSES
-
-
-def _api_ops() -> tuple[Any, ...]:
-    from kvmodel.components.registry import workload
-
-    return workload.api_ops()
-
-
-def _contract() -> tuple[Any, ...]:
-    from kvmodel.components.registry import contract
-
-    return contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, ()
-
-
-def _observer(config: dict[str, Any]) -> Any:
-    from kvmodel.components.registry.observe import RegistryObserver
-
-    return RegistryObserver(config)
-
-
 COMPONENT = Component(
     name=NAME,
     title="KVBM block registry",
     real_code="lib/llm/src/block_manager/block/registry.rs, events.rs (seed 004, dynamo-llm 1.0.2)",
     aliases=("registry",),
-    system=_system,
-    space=_space,
+    system=f"{_HERE}.system:RegistrySystem",
+    space=f"{_HERE}.space:RegSpace",
     options=OPTIONS,
-    machine=_machine,
-    spec=_spec,
+    machine=f"{_HERE}.machine:RegistryMachine",
+    spec="kvmodel.specs.registry:make_spec",
     universe=_universe,
     # the registry's quirks need more steps (its deepest BFS minimum is 8: a third registration)
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=8),
-    api_space=lambda: _space(hashes=2, states=3, publish_handles=2, arcs=1, publishers=2, max_pending=3, shared=True),
-    api_ops=_api_ops,
+    api_world={
+        "hashes": 2,
+        "states": 3,
+        "publish_handles": 2,
+        "arcs": 1,
+        "publishers": 2,
+        "max_pending": 3,
+        "shared": True,
+    },
+    api_ops=f"{_HERE}.workload:api_ops",
     # publication and the unregister task need several handles and drops first: drawn more
     # a re-registration seen by the unregister task, a publish of several taken handles, a
     # salted commit announced: 8-12 steps of set-up each, reached in 80-step workloads
     api_steps=80,
     api_weights={"register": 4, "take": 3, "publish": 3, "drain": 3, "drop": 3},
-    contract=_contract,
+    contract=f"{_HERE}.contract:CONTRACT",
     renamed_fields=("handle",),
-    vectors=_vectors,
-    mutants=_mutants,
-    invariants=_invariants,
-    observer=_observer,
-    manifest_worlds=_manifest,
-    findings=_findings,
+    vectors=f"{_HERE}.vectors:HARNESSES",
+    mutants=f"{_HERE}.mutants:MUTANTS",
+    observer=f"{_HERE}.observe:RegistryObserver",
+    manifest_worlds=_manifest(),
+    findings=f"{_HERE}.findings",
 )
 COMPONENTS = (COMPONENT,)

@@ -100,3 +100,5 @@ RETURNS: dict[str, str] = {
     "drain": "u64 | null",
     "is_registered": "boolean",
 }
+
+CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, ())

@@ -317,3 +317,6 @@ class RegistryHarness(Harness):
         if a.get("as"):
             self.loose[str(a["as"])] = view
         return dict(view)
+
+
+HARNESSES = (RegistryHarness,)

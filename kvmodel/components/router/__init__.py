@@ -8,97 +8,30 @@ invariants after every step. No Z3 spec: the tree's content is a map of unbounde
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 from kvmodel.components.base import EXPLORE, CheckProfile, Component, ConformTarget, Option, World
-from kvmodel.components.router import conform
 
 NAME = "kv_router_radix_tree"
-
-
-def _vectors() -> tuple[type, ...]:
-    from kvmodel.components.router.vectors import RadixTreeHarness
-
-    return (RadixTreeHarness,)
-
-
-def _mutants() -> tuple[Any, ...]:
-    from kvmodel.components.router.mutants import MUTANTS
-
-    return MUTANTS
-
+_HERE = "kvmodel.components.router"
 
 RADIX_TREE = ConformTarget(
     name="dynamo-radix-tree",
     title="vs real RadixTree (ai-dynamo-runtime)",
-    available=conform.available,
-    run=conform.run,
-    describe=conform.describe,
+    available=f"{_HERE}.conform:available",
+    run=f"{_HERE}.conform:run",
+    describe=f"{_HERE}.conform:describe",
     revisions=("1.6.1", "4276866"),
-    diverges=conform.diverges,
+    diverges=f"{_HERE}.conform:diverges",
 )
 
-
-def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
-    from kvmodel.components.router.system import RouterSystem
-
-    return RouterSystem(config, quirks)
-
-
-def _space(**kw: Any) -> Any:
-    from kvmodel.components.router.space import RouterSpace
-
-    return RouterSpace(**kw)
-
-
-def _machine() -> type:
-    from kvmodel.components.router.actions import ACTIONS, world
-
-    return ACTIONS.machine("RouterMachine", world(workers=3, hashes=3, conflict=True, max_blocks=3, probe_length=3))
-
-
-def _invariants() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    from kvmodel.invariants import router
-
-    return router.INVARIANTS, router.WITNESSES
-
-
-def _observer(config: dict[str, Any]) -> Any:
-    from kvmodel.components.router.observe import RouterObserver
-
-    return RouterObserver(config)
-
-
-def _contract() -> tuple[Any, ...]:
-    from kvmodel.components.router import contract
-
-    return (contract.OPERATIONS, contract.EVENTS, contract.MODULES, contract.RETURNS, contract.NOTES)
-
-
-def _findings() -> Any:
-    from kvmodel.components.router import findings
-
-    return findings
-
-
-def _manifest() -> list[tuple[str, World, list[str]]]:
-    """The ideal index with three worker keys; each tree revision in the smallest world where it
-    breaks every invariant (their states grow fast with the nodes they may allocate: the per-block
-    tree has 1,556 states at 2 nodes and 35,720 at 3)."""
-    small = {"workers": 2, "hashes": 2, "max_nodes": 2}
-    return [
-        ("router-ideal-3w", World({}, {"workers": 3, "hashes": 2, "conflict": True, "max_nodes": 5}), []),
-        ("quirk-compressed_tree_1_6_1-n2", World({}, small), ["compressed_tree_1_6_1"]),
-        ("quirk-per_block_tree_4276866-n2", World({}, small), ["per_block_tree_4276866"]),
-    ]
-
-
-def _api_ops() -> tuple[Any, ...]:
-    from kvmodel.workloads import const
-
-    return (const("dump_tree"),)
-
+# The ideal index with three worker keys; each tree revision in the smallest world where it
+# breaks every invariant (their states grow fast with the nodes they may allocate: the per-block
+# tree has 1,556 states at 2 nodes and 35,720 at 3).
+_SMALL = World({}, {"workers": 2, "hashes": 2, "max_nodes": 2})
+_MANIFEST = (
+    ("router-ideal-3w", World({}, {"workers": 3, "hashes": 2, "conflict": True, "max_nodes": 5}), ()),
+    ("quirk-compressed_tree_1_6_1-n2", _SMALL, ("compressed_tree_1_6_1",)),
+    ("quirk-per_block_tree_4276866-n2", _SMALL, ("per_block_tree_4276866",)),
+)
 
 OPTIONS = (
     Option(
@@ -115,21 +48,20 @@ COMPONENT = Component(
     title="KV events and the router's radix tree",
     real_code="lib/kv-router/src/indexer/radix_tree.rs, compressed_radix.rs",
     aliases=("router",),
-    system=_system,
-    space=_space,
+    system=f"{_HERE}.system:RouterSystem",
+    space=f"{_HERE}.space:RouterSpace",
     options=OPTIONS,
-    machine=_machine,
+    machine=f"{_HERE}.machine:RouterMachine",
     profile=CheckProfile(explore=World({}, {"workers": 2, "hashes": 3, "conflict": True, "max_nodes": 5})),
-    api_space=lambda: _space(workers=3, hashes=3, conflict=True, max_blocks=3, max_nodes=1_000),
-    api_ops=_api_ops,
+    api_world={"workers": 3, "hashes": 3, "conflict": True, "max_blocks": 3, "max_nodes": 1_000},
+    queries=("dump_tree",),
     api_steps=40,
-    contract=_contract,
+    contract=f"{_HERE}.contract:CONTRACT",
     conform=(RADIX_TREE,),
-    vectors=_vectors,
-    mutants=_mutants,
-    manifest_worlds=_manifest,
-    findings=_findings,
-    invariants=_invariants,
-    observer=_observer,
+    vectors=f"{_HERE}.vectors:HARNESSES",
+    mutants=f"{_HERE}.mutants:MUTANTS",
+    manifest_worlds=_MANIFEST,
+    findings=f"{_HERE}.findings",
+    observer=f"{_HERE}.observe:RouterObserver",
 )
 COMPONENTS = (COMPONENT,)

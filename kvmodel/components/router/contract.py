@@ -46,3 +46,5 @@ NOTES = (
     "revision `4276866` is the per-block tree; the ideal model holds every invariant "
     "(`invariants/router.py`).",
 )
+
+CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, NOTES)

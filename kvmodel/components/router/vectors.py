@@ -96,3 +96,6 @@ class RadixTreeHarness(Harness):
 
     def op_clear_all_blocks(self, a: dict[str, Any]) -> None:
         self.tree.clear_all_blocks(a["worker_id"])
+
+
+HARNESSES = (RadixTreeHarness,)

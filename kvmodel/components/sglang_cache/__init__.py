@@ -5,49 +5,16 @@ has no model checker of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 from kvmodel.components.base import Component, ConformTarget
-from kvmodel.components.sglang_cache.system import NAME
 
-
-def _system(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> Any:
-    from kvmodel.components.sglang_cache.system import SglangCacheSystem
-
-    return SglangCacheSystem(config, quirks)
-
-
-def _findings() -> Any:
-    from kvmodel.components.sglang_cache import findings
-
-    return findings
-
-
-def _available() -> str | None:
-    from kvmodel.conformance import sglang
-
-    return sglang.available()
-
-
-def _run(**kw: Any) -> dict[str, Any]:
-    from kvmodel.conformance import sglang
-
-    return sglang.run(**kw)
-
-
-def _describe(out: dict[str, Any]) -> list[str]:
-    from kvmodel.conformance import sglang
-
-    return sglang.describe(out)
-
+NAME = "sglang_radix_cache"
 
 SGLANG = ConformTarget(
     name="sglang-radix-cache",
     title="SGLang's real prefix caches: their KV events, Dynamo's router (real and modelled)",
-    available=_available,
-    run=_run,
-    describe=_describe,
+    available="kvmodel.conformance.sglang:available",
+    run="kvmodel.conformance.sglang:run",
+    describe="kvmodel.conformance.sglang:describe",
     in_check=False,
     counterexample_key="schedule",
     paths=("raw", "publisher", "indexer"),
@@ -58,9 +25,9 @@ COMPONENT = Component(
     title="SGLang's prefix cache (RadixCache, UnifiedRadixCache), as far as its events promise",
     real_code="sglang 0.5.23 sglang/srt/mem_cache/radix_cache.py, events.py, unified_radix_cache.py",
     aliases=("sglang_cache",),
-    system=_system,
+    system="kvmodel.components.sglang_cache.system:SglangCacheSystem",
     conform=(SGLANG,),
-    findings=_findings,
+    findings="kvmodel.components.sglang_cache.findings",
     router_stream=False,
 )
 COMPONENTS = (COMPONENT,)

@@ -50,12 +50,12 @@ import hashlib
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, ClassVar
 
+from kvmodel.components.sglang_cache import NAME
 from kvmodel.invariants import Violation
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.quirks import resolve
 from kvmodel.systems import Outcome, System, check_config
 
-NAME = "sglang_radix_cache"
 CACHES = ("unified-rust", "unified-python", "radix")
 OPS = ("insert", "match", "probe", "lock", "unlock", "evict", "flush")
 MAX_TOKENS = 1 << 16  # tokens in one key: the model builds what it is given
