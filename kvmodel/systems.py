@@ -8,6 +8,7 @@ Hypothesis machines call :meth:`System.apply` with decoded arguments to skip the
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,11 +47,11 @@ class Outcome:
         return obs
 
 
-class System:
+class System(abc.ABC):
     component: str
 
-    def clone(self) -> System:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def clone(self) -> System: ...
 
     config: dict[str, Any]
     quirks: frozenset[str]
@@ -65,17 +66,17 @@ class System:
             return Outcome(op, args, error=e)
         return self.apply(op, decoded, args)
 
-    def decode(self, op: str, args: Any) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def decode(self, op: str, args: Any) -> Any: ...
 
-    def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def apply(self, op: str, decoded: Any, args_json: Any = None) -> Outcome: ...
 
-    def snapshot(self) -> dict[str, Any]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def snapshot(self) -> dict[str, Any]: ...
 
-    def key(self) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def key(self) -> Any: ...
 
 
 _BOUNDS: dict[str, tuple[int, int]] = {

@@ -34,6 +34,7 @@ ignored.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -91,22 +92,22 @@ class Node:
     workers: set[Worker] = attrs.field(factory=set)
 
 
-class _WorkerOps:
+class _WorkerOps(abc.ABC):
     """What both trees do the same way: clearing or removing every dp_rank of a worker."""
 
     lookup: dict[Worker, dict[int, int]]
 
-    def _clear(self, w: Worker, keep_entry: bool) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _clear(self, w: Worker, keep_entry: bool) -> None: ...
 
-    def _stored(self, w: Worker, data: Stored) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _stored(self, w: Worker, data: Stored) -> None: ...
 
-    def _removed(self, w: Worker, data: Removed) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _removed(self, w: Worker, data: Removed) -> None: ...
 
-    def _cleared(self, w: Worker) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _cleared(self, w: Worker) -> None: ...
 
     gone = False  # the 1.6.1 tree's background task panicked: every later call fails
 

@@ -161,7 +161,7 @@ class G1Spec:
     def _world(self) -> None:
         """Hash ids of every full block a request of this world can have, from the real sequence."""
         from kvmodel.components.g1_native.space import G1_PROMPTS
-        from kvmodel.model.g1.sequence import NewActiveSequence
+        from kvmodel.model.g1.sequence import ActiveSequence
 
         u = self.u
         self.O, self.C, self.P = u.owners, u.capacity, u.prompts
@@ -171,7 +171,7 @@ class G1Spec:
         self.hashes: list[int] = []
         self.FH: list[list[int]] = []
         for p in range(self.P):
-            s = NewActiveSequence(self.prompt_tokens[p] + [PUSH_TOKEN] * u.pushes, 8, BS, True, name="spec")
+            s = ActiveSequence(self.prompt_tokens[p] + [PUSH_TOKEN] * u.pushes, 8, BS, True, name="spec")
             row = []
             for j in range(self.J):
                 if j < len(s.seq_hashes):

@@ -131,7 +131,7 @@ class _Step:
 
 class KvbmSpec:
     def __init__(self, u: KvbmUniverse, quirks: Iterable[str]) -> None:
-        from kvmodel.model.g1.sequence import NewActiveSequence
+        from kvmodel.model.g1.sequence import ActiveSequence
 
         if not 1 <= u.prompts <= len(SPEC_PROMPTS) or u.owners < 1 or u.capacity < 1:
             raise InvalidInput(f"g1_kvbm spec: 1..{len(SPEC_PROMPTS)} prompts, ≥1 owner, capacity ≥1: {u}")
@@ -148,7 +148,7 @@ class KvbmSpec:
         for o in range(u.owners):
             for p in range(u.prompts):
                 toks, caching = SPEC_PROMPTS[p]
-                s = NewActiveSequence(list(toks), 8, 2, caching, name=f"r{o}", plh_fragments=FRAGMENTS)
+                s = ActiveSequence(list(toks), 8, 2, caching, name=f"r{o}", plh_fragments=FRAGMENTS)
                 fulls = []
                 for h, plh in zip(s.seq_hashes, s.plhs, strict=True):
                     if h not in hashes:

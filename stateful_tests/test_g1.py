@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kvmodel import vectors
 from kvmodel.model.errors import ModelError
 from kvmodel.model.g1.acquire import G1Acquire, Ready
-from kvmodel.model.g1.sequence import NewActiveSequence
+from kvmodel.model.g1.sequence import ActiveSequence
 from kvmodel.model.g1.vllm_block_pool import NativePool
 from kvmodel.model.hashing import local_block_hashes, sequence_hashes
 
@@ -83,7 +83,7 @@ def test_cancel_requeues_prefix_leaf_first() -> None:
 
 
 def test_new_sequence_hashes_are_the_mockers() -> None:
-    s = NewActiveSequence(range(10), 4, 4, name="S")
+    s = ActiveSequence(range(10), 4, 4, name="S")
     want = sequence_hashes(local_block_hashes(list(range(10)), 4))
     assert s.seq_hashes == want and [p[0] for p in s.plhs] == want
     assert [p[1] for p in s.plhs] == [None, want[0]]

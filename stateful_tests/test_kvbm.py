@@ -17,7 +17,7 @@ from kvmodel.model.g1.acquire import Ready
 from kvmodel.model.g1.g1_manager import G1Manager
 from kvmodel.model.g1.kvbm_backend import KvbmKvManager
 from kvmodel.model.g1.kvbm_logical import LineageIndex, LruIndex, Substrate
-from kvmodel.model.g1.sequence import G1Deref, G1Use, NewActiveSequence
+from kvmodel.model.g1.sequence import ActiveSequence, G1Deref, G1Use
 from kvmodel.model.quirks import faithful, quirks_of
 
 from .conftest import VECTORS, require
@@ -159,7 +159,7 @@ def test_caching_off_sequence_rehits_its_own_blocks_and_is_published_faithfully(
     faithful backend publishes them (§6 #13), the ideal one does not."""
     for quirks, n_events in ((faithful(C), 1), ((), 0)):
         m = KvbmKvManager(4, 2, quirks=quirks)
-        s = NewActiveSequence([1, 2, 3, 4], 4, 2, enable_prefix_caching=False, name="x")
+        s = ActiveSequence([1, 2, 3, 4], 4, 2, enable_prefix_caching=False, name="x")
         sig = s.take_creation_signal()
         assert sig is not None and isinstance(m.process(sig), Ready)
         for d in s.reset_with_signal():

@@ -18,7 +18,7 @@ from kvmodel.model.errors import NativePanic
 from kvmodel.model.g1.g1_manager import G1Manager
 from kvmodel.model.g1.kvbm_backend import KvbmKvManager
 from kvmodel.model.g1.kvbm_logical import KvbmPanic
-from kvmodel.model.g1.sequence import G1Use, NewActiveSequence
+from kvmodel.model.g1.sequence import ActiveSequence, G1Use
 from kvmodel.model.quirks import (
     QUIRKS,
     REVISIONS,
@@ -154,7 +154,7 @@ def test_plh_alignment_is_checked_on_the_native_decode_path() -> None:
 
 
 def test_plh_alignment_is_checked_for_the_destination_layout() -> None:
-    class Misaligned(NewActiveSequence):
+    class Misaligned(ActiveSequence):
         def prepare_allocation(self, cum: int) -> G1Use | None:
             sig = super().prepare_allocation(cum)
             assert sig is not None
@@ -185,7 +185,7 @@ def test_retry_witness_asserts_in_rusts_order(args: tuple[int, bool, int, int], 
 
 
 def test_chunked_prefill_publishes_one_stored_per_chunk() -> None:
-    s = NewActiveSequence(list(range(512)), 100, 64, name="S")
+    s = ActiveSequence(list(range(512)), 100, 64, name="S")
     m = KvbmKvManager(256, 64, quirks=faithful("g1_kvbm"))
     for cum in (256, 512):
         sig = s.prepare_allocation(cum)

@@ -16,7 +16,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the installed package's folders (pyproject.toml's package-dir)
-PACKAGES = {"kvmodel": "kvmodel", "kvmodel.model": "model", "kvmodel.invariants": "invariants", "kvmodel.specs": "specs"}
+PACKAGES = {
+    "kvmodel": "kvmodel",
+    "kvmodel.model": "model",
+    "kvmodel.invariants": "invariants",
+    "kvmodel.specs": "specs",
+}
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:

@@ -13,6 +13,7 @@ events are drained into the monitor and the component's invariants are checked o
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Self
 
@@ -75,15 +76,16 @@ def renamed_blocks(blocks: Iterable[Any], uuid: Callable[[str], str]) -> tuple[s
     return tuple(_block_text(b, uuid) for b in blocks)
 
 
-class G1Action(Action):
+class G1Action(Action, abc.ABC):
     """One request-level operation of a G1 system: it runs on the system (the manager and the
     request bookkeeping beside it, as the mocker's scheduler keeps it), not on the bare manager.
     ``owner``, where the operation has one, is the request it operates on."""
 
+    @abc.abstractmethod
     def perform(self, system: Any) -> Any:
         """Run the operation on ``system``; return what the harness's call returns (or raise
         the model's error, after which the system restores the request bookkeeping)."""
-        raise NotImplementedError
+        ...
 
 
 @attrs.frozen
@@ -296,8 +298,8 @@ class G1RequestSystem(System):
         self.owner_stabilizer: tuple[tuple[int, ...], ...] | None = None
 
     # -- what a subclass brings
-    def _monitor(self) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _monitor(self) -> Any: ...
 
     def _bookkeeping(self) -> tuple[Any, ...]:
         """A copy of the subclass's own request bookkeeping (restored on a rejection)."""
@@ -320,22 +322,25 @@ class G1RequestSystem(System):
         model key (the explorer clones a state once per move)."""
         return None
 
+    @abc.abstractmethod
     def _before(self, of_model: Any) -> Any:
         """The component's record (its invariants' ``Before``) of what they need from before the
         step; ``of_model`` is :meth:`_of_model` of the manager as the step finds it."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _observe(self) -> list[Any]:
         """Drain the step's events into the monitor; the events."""
-        raise NotImplementedError
+        ...
 
     def _after(self, pre: Any) -> None:
         """Add what the invariants need from after the step."""
 
+    @abc.abstractmethod
     def _reservations(self, owner: Callable[[int], int]) -> Any:
         """The decode and destination reservations as the key spells them, request ``o`` named
         ``owner(o)``."""
-        raise NotImplementedError
+        ...
 
     def _held(self) -> Any:
         """The reservations' key, or ``None`` when there is none (most states)."""

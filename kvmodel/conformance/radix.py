@@ -19,6 +19,7 @@ Operations are JSON objects (a step is the ``op`` and the rest, :func:`actions`)
 
 from __future__ import annotations
 
+import abc
 import itertools
 import json
 import os
@@ -49,7 +50,7 @@ class RadixAdapter(Protocol):
     def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]: ...
 
 
-class _Stepped:
+class _Stepped(abc.ABC):
     """``reset(config)`` / ``step(op, args)`` over ``apply`` and ``observe``: after each operation,
     the error it raised, the content and the scores of the configuration's probes
     (``{"probe_tokens": [...], "probe_length": n}``: every sequence of those local hashes up to
@@ -57,14 +58,14 @@ class _Stepped:
 
     probes: list[list[int]]
 
-    def _fresh(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _fresh(self) -> None: ...
 
-    def apply(self, op: dict[str, Any]) -> str | None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def apply(self, op: dict[str, Any]) -> str | None: ...
 
-    def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def observe(self, probes: Sequence[Sequence[int]]) -> dict[str, Any]: ...
 
     def reset(self, config: dict[str, Any] | None = None) -> None:
         cfg = config or {}

@@ -27,6 +27,7 @@ of sequence ``j`` is labelled by its prefix path, on both sides.
 
 from __future__ import annotations
 
+import abc
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -63,15 +64,15 @@ for _j, _s in enumerate(SEQS):
         label(_j, _i)
 
 
-class _Stepped:
+class _Stepped(abc.ABC):
     """``reset(config)`` (``{"capacity": n}``) and ``step(op, args)`` (the conformance contract,
     :mod:`kvmodel.conformance.differential`) over ``_fresh(capacity)`` and ``apply(op)``."""
 
-    def _fresh(self, capacity: int) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _fresh(self, capacity: int) -> None: ...
 
-    def apply(self, op: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def apply(self, op: dict[str, Any]) -> dict[str, Any]: ...
 
     def reset(self, config: dict[str, Any]) -> None:
         self._fresh(int(config["capacity"]))

@@ -8,7 +8,7 @@ been published yet). The default backend is KVBM (``new_with_event_sink`` →
 is chosen with ``backend="native"``. Quirks are the union of both components' names; each
 backend reads its own.
 
-The facade holds one :class:`G1Backend` — the arms of ``g1_manager.rs``'s ``match`` on its
+The facade holds one :class:`G1ManagerBackend` — the arms of ``g1_manager.rs``'s ``match`` on its
 backend enum: :class:`KvbmArm` over ``kvbm_backend::KvManager`` and :class:`NativeArm` over
 ``vllm_backend::VllmKvManager``. Each arm is what Rust does in that arm (the native one validates
 PLH alignment and promotes the computed tail; the KVBM one ignores owners and reusable prefixes).
@@ -26,10 +26,10 @@ from kvmodel.model.blocks import FullBlock, UniqueBlock
 from kvmodel.model.errors import InvalidInput, NativePanic
 from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.kvbm_backend import KvbmDecodeReservation, KvbmDestination, KvbmKvManager
-from kvmodel.model.g1.sequence import G1Deref, G1Promote, G1Signal, G1Use, NewActiveSequence
+from kvmodel.model.g1.sequence import ActiveSequence, G1Deref, G1Promote, G1Signal, G1Use
 from kvmodel.model.g1.vllm_backend import (
-    DecodeReservation,
-    DestinationReservation,
+    NativeDecodeBlockReservation,
+    NativeDestinationReservation,
     Published,
     VllmBlockLayout,
     VllmKvManager,
@@ -55,26 +55,26 @@ def layout_of(sig: G1Use) -> VllmBlockLayout:
     )
 
 
-class G1Backend(Protocol):
+class G1ManagerBackend(Protocol):
     """What the facade asks of its backend (one arm of ``g1_manager.rs``'s ``match``). A
     reservation from the other backend is a panic ("... belongs to a different G1 backend");
     ``reserve_*`` return ``None`` where Rust returns ``G1Acquire::CapacityExhausted``."""
 
     name: str
 
-    def clone(self) -> G1Backend: ...
+    def clone(self) -> G1ManagerBackend: ...
     def key(self) -> tuple[Any, ...]: ...
     def snapshot(self) -> dict[str, Any]: ...
     def block_size(self) -> int: ...
     def drain_events(self) -> list[Published]: ...
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire: ...
     def process(self, sig: G1Signal) -> G1Acquire: ...
-    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None: ...
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: ActiveSequence) -> None: ...
     def reserve_decode_blocks(self, count: int) -> Any | None: ...
     def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire: ...
     def release_decode_reservation(self, res: Any) -> None: ...
     def reserve_destination_at(
-        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
+        self, owner: int, sequence: ActiveSequence, eviction_now_ms: float | None
     ) -> Any | None: ...
     def activate_destination(self, res: Any) -> None: ...
     def cancel_destination(self, res: Any) -> None: ...
@@ -83,25 +83,12 @@ class G1Backend(Protocol):
     def num_inactive_blocks(self) -> int: ...
     def max_capacity(self) -> int: ...
     def dp_rank(self) -> int: ...
-    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]: ...
-
-
-def _same(x: Any) -> Any:
-    return x
-
-
-def _opt(f: Callable[[str], str], x: str | None) -> str | None:
-    return None if x is None else f(x)
-
-
-def _pending(p: Any) -> Any:
-    """A pending Stored's record as the key spells it: its fields (``None``: none pending)."""
-    return None if p is None else (p.parent, p.local_hash, None if p.token_ids is None else tuple(p.token_ids))
+    def get_prefill_cost(self, sequence: ActiveSequence) -> dict[str, int]: ...
 
 
 def _own(res: Any, cls: type) -> None:
     if not isinstance(res, cls):
-        if cls in (KvbmDecodeReservation, DecodeReservation):
+        if cls in (KvbmDecodeReservation, NativeDecodeBlockReservation):
             raise NativePanic("decode reservation belongs to a different G1 backend")
         raise NativePanic("destination reservation belongs to a different G1 backend")
 
@@ -154,7 +141,7 @@ class _Arm:
 
 
 class KvbmArm(_Arm):
-    """``G1Backend::Kvbm``: every call goes to ``kvbm_backend::KvManager``
+    """``G1ManagerBackend::Kvbm``: every call goes to ``kvbm_backend::KvManager``
     (:class:`~kvmodel.model.g1.kvbm_backend.KvbmKvManager`); owners and reusable prefixes are ignored and
     the lifecycle is eager (finalizing is a no-op)."""
 
@@ -181,7 +168,7 @@ class KvbmArm(_Arm):
     def process(self, sig: G1Signal) -> G1Acquire:
         return self.m.process(sig)
 
-    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: ActiveSequence) -> None:
         return None
 
     def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
@@ -189,26 +176,26 @@ class KvbmArm(_Arm):
         return self.m.process_decode_signal(sig, res)
 
     def reserve_destination_at(
-        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
+        self, owner: int, sequence: ActiveSequence, eviction_now_ms: float | None
     ) -> KvbmDestination | None:
         return self.m.reserve_destination(sequence.prepare_allocation(sequence.num_input_tokens), eviction_now_ms)
 
     def max_capacity(self) -> int:
         return self.m.max_capacity
 
-    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
+    def get_prefill_cost(self, sequence: ActiveSequence) -> dict[str, int]:
         return self.m.get_prefill_cost(sequence.unique, sequence.plhs, len(sequence), sequence.caching)
 
 
 class NativeArm(_Arm):
-    """``G1Backend::Native``: ``vllm_backend::VllmKvManager`` (:class:`~kvmodel.model.g1.vllm_backend.VllmKvManager`)
-    with the facade's part of that arm — PLH alignment checked before a Use, a decode Use and a
-    destination reservation; Deref and Promote take no reusable prefix; finalizing a decision
-    promotes the computed tail (6125e8260: after caching; ``promote_tail_before_finalize``, commit
-    366ff0ef: before)."""
+    """``G1ManagerBackend::Native``: ``vllm_backend::VllmKvManager``
+    (:class:`~kvmodel.model.g1.vllm_backend.VllmKvManager`) with the facade's part of that arm —
+    PLH alignment checked before a Use, a decode Use and a destination reservation; Deref and
+    Promote take no reusable prefix; finalizing a decision promotes the computed tail (6125e8260:
+    after caching; ``promote_tail_before_finalize``, commit 366ff0ef: before)."""
 
     name = "native"
-    DECODE, DESTINATION = DecodeReservation, DestinationReservation
+    DECODE, DESTINATION = NativeDecodeBlockReservation, NativeDestinationReservation
     m: VllmKvManager
 
     def __init__(self, m: VllmKvManager, quirks: frozenset[str]) -> None:
@@ -220,39 +207,7 @@ class NativeArm(_Arm):
     def key(
         self, owner: Callable[[int], int] | None = None, uuid: Callable[[str], str] | None = None
     ) -> tuple[Any, ...]:
-        """The observable state, canonical: copy ids renamed by age, event ids left out; with
-        ``owner`` and ``uuid``, the state with its requests (and the partial names they minted)
-        renamed — the explorer's owner symmetry."""
-        m = self.m
-        p = m.pool
-        copies = sorted(p.copies.items())
-        rank = {i: k for k, (i, _) in enumerate(copies)}
-        if owner is None and uuid is None:
-            tables = tuple(
-                sorted(
-                    (o, tuple((rank[e.copy], e.hash, e.uuid, _pending(e.pending)) for e in t))
-                    for o, t in m.tables.items()
-                )
-            )
-            uuids = tuple(sorted(m.partial_uuids))
-        else:
-            o_ = owner or _same
-            u_ = uuid or _same
-            tables = tuple(
-                sorted(
-                    (o_(o), tuple((rank[e.copy], e.hash, _opt(u_, e.uuid), _pending(e.pending)) for e in t))
-                    for o, t in m.tables.items()
-                )
-            )
-            uuids = tuple(sorted(u_(x) for x in m.partial_uuids))
-        return (
-            tuple((k, c.hash, c.refs, c.pins) for k, (_, c) in enumerate(copies)),
-            tuple(sorted((h, tuple(rank[i] for i in ids)) for h, ids in p.by_hash.items())),
-            tuple(rank[i] for i in p.inactive),
-            p.reserved,
-            tables,
-            uuids,
-        )
+        return self.m.key(owner, uuid)
 
     def process_for_request(self, owner: int, sig: G1Signal, reusable_prefix_blocks: int) -> G1Acquire:
         m = self.m
@@ -272,7 +227,7 @@ class NativeArm(_Arm):
     def process(self, sig: G1Signal) -> G1Acquire:
         raise NativePanic("native G1 operations require a request owner")
 
-    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: ActiveSequence) -> None:
         if "promote_tail_before_finalize" in self.quirks:
             self._promote_tail(owner, after, sequence)
             self.m.finalize_computed_prefix(owner, before, after)
@@ -280,13 +235,13 @@ class NativeArm(_Arm):
         self.m.finalize_computed_prefix(owner, before, after)
         self._promote_tail(owner, after, sequence)
 
-    def _promote_tail(self, owner: int, after: int, sequence: NewActiveSequence) -> None:
+    def _promote_tail(self, owner: int, after: int, sequence: ActiveSequence) -> None:
         p = sequence.promote_computed_tail(after)
         if p is not None and not isinstance(self.process_for_request(owner, p, 0), Ready):
             raise NativePanic("computed-tail promotion must be infallible")
 
     def process_decode_signal_for_request(self, owner: int, sig: G1Signal, res: Any) -> G1Acquire:
-        _own(res, DecodeReservation)
+        _own(res, NativeDecodeBlockReservation)
         if isinstance(sig, G1Use):
             validate_plh_alignment(sig.blocks, len(sig.plhs))
             out = self.m.use_decode_reservation(owner, layout_of(sig), res)
@@ -296,8 +251,8 @@ class NativeArm(_Arm):
         return self.process_for_request(owner, sig, 0)
 
     def reserve_destination_at(
-        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None
-    ) -> DestinationReservation | None:
+        self, owner: int, sequence: ActiveSequence, eviction_now_ms: float | None
+    ) -> NativeDestinationReservation | None:
         sig = sequence.prepare_allocation(sequence.num_input_tokens)
         if sig is not None:
             validate_plh_alignment(sig.blocks, len(sig.plhs))
@@ -306,14 +261,14 @@ class NativeArm(_Arm):
     def max_capacity(self) -> int:
         return self.m.pool.capacity
 
-    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
+    def get_prefill_cost(self, sequence: ActiveSequence) -> dict[str, int]:
         return self.m.get_prefill_cost(sequence.unique, len(sequence), sequence.caching)
 
 
 class G1Manager:
     """``G1Manager``: KVBM by default (``new_with_event_sink`` / ``new_with_eviction_backend``),
     or the native backend (``new_with_backend_and_caching(..., Native, caching)``); every call
-    goes to the one :class:`G1Backend` it holds (``self.arm``)."""
+    goes to the one :class:`G1ManagerBackend` it holds (``self.arm``)."""
 
     def __init__(
         self,
@@ -333,7 +288,7 @@ class G1Manager:
             raise InvalidInput(f"unknown G1 backend {backend!r} (known: ['kvbm', 'native'])")
         self.quirks = resolve("g1_kvbm" if backend == "kvbm" else "g1_native", quirks)
         self.backend = backend
-        self.arm: G1Backend
+        self.arm: G1ManagerBackend
         if backend == "kvbm":
             self.arm = KvbmArm(
                 KvbmKvManager(
@@ -397,14 +352,14 @@ class G1Manager:
     def process(self, sig: G1Signal) -> G1Acquire:
         return self.arm.process(sig)
 
-    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: NewActiveSequence) -> None:
+    def finalize_computed_prefix(self, owner: int, before: int, after: int, sequence: ActiveSequence) -> None:
         """Cache and publish the blocks this decision computed, then promote the computed tail
         (6125e8260). With ``promote_tail_before_finalize`` (commit 366ff0ef) the other way round.
         KVBM: a no-op (its lifecycle is eager)."""
         self.arm.finalize_computed_prefix(owner, before, after, sequence)
 
     # -- decode reservations
-    def reserve_decode_blocks(self, count: int) -> DecodeReservation | KvbmDecodeReservation | G1Acquire:
+    def reserve_decode_blocks(self, count: int) -> NativeDecodeBlockReservation | KvbmDecodeReservation | G1Acquire:
         r = self.arm.reserve_decode_blocks(count)
         return CAPACITY_EXHAUSTED if r is None else r
 
@@ -416,8 +371,8 @@ class G1Manager:
 
     # -- destination reservations
     def reserve_destination_at(
-        self, owner: int, sequence: NewActiveSequence, eviction_now_ms: float | None = None
-    ) -> DestinationReservation | KvbmDestination | G1Acquire:
+        self, owner: int, sequence: ActiveSequence, eviction_now_ms: float | None = None
+    ) -> NativeDestinationReservation | KvbmDestination | G1Acquire:
         """``reserve_destination_at(owner, sequence, eviction_now_ms)``: the prompt's layout,
         reserved (native: the PLH alignment is validated first). ``eviction_now_ms`` reaches the
         backends, which use it only with an offload engine (not modelled)."""
@@ -452,7 +407,7 @@ class G1Manager:
         """The data-parallel rank the backend stamps on its events."""
         return self.arm.dp_rank()
 
-    def get_prefill_cost(self, sequence: NewActiveSequence) -> dict[str, int]:
+    def get_prefill_cost(self, sequence: ActiveSequence) -> dict[str, int]:
         return self.arm.get_prefill_cost(sequence)
 
 

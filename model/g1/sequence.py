@@ -174,7 +174,7 @@ def fresh_generation(name: str, in_use: Any, seed: int = 0) -> int:
     return g
 
 
-class NewActiveSequence:
+class ActiveSequence:
     """``ActiveSequence::new(tokens, max_output_tokens, block_size, enable_prefix_caching, emit_token_ids)``."""
 
     def __init__(
@@ -221,8 +221,8 @@ class NewActiveSequence:
         if len(self.tokens) % block_size:
             self.unique.append(self._fresh_partial())
 
-    def copy(self) -> NewActiveSequence:
-        c = NewActiveSequence.__new__(NewActiveSequence)
+    def copy(self) -> ActiveSequence:
+        c = ActiveSequence.__new__(ActiveSequence)
         c.__dict__.update(self.__dict__)
         if self._gen is not None:
             c._gen = random.Random()

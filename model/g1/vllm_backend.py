@@ -17,7 +17,7 @@ block also runs before the reservation).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -71,16 +71,16 @@ class Published:
 
 
 @attrs.define
-class DecodeReservation:
+class NativeDecodeBlockReservation:
     pool: Reservation
     backend: str = "native"
 
-    def copy(self) -> DecodeReservation:
-        return DecodeReservation(self.pool.copy(), self.backend)
+    def copy(self) -> NativeDecodeBlockReservation:
+        return NativeDecodeBlockReservation(self.pool.copy(), self.backend)
 
 
 @attrs.define
-class DestinationReservation:
+class NativeDestinationReservation:
     owner: int
     pool: Reservation
     layout: Any  # the Use layout (blocks, local hashes, token ids, parent) or None
@@ -89,7 +89,7 @@ class DestinationReservation:
     prompt_tokens: int = 0
     quirks: frozenset[str] = frozenset()
 
-    def copy(self) -> DestinationReservation:
+    def copy(self) -> NativeDestinationReservation:
         """An independent copy: the pool reservation copied, the layout (never changed once
         built) shared."""
         return attrs.evolve(self, pool=self.pool.copy())
@@ -114,6 +114,19 @@ class VllmBlockLayout:
 
     def fulls(self) -> int:
         return sum(1 for b in self.blocks if isinstance(b, FullBlock))
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+def _opt(f: Callable[[str], str], x: str | None) -> str | None:
+    return None if x is None else f(x)
+
+
+def _pending(p: Any) -> Any:
+    """A pending Stored's record as the key spells it: its fields (``None``: none pending)."""
+    return None if p is None else (p.parent, p.local_hash, None if p.token_ids is None else tuple(p.token_ids))
 
 
 class VllmKvManager:
@@ -381,33 +394,33 @@ class VllmKvManager:
         e.hash, e.uuid, e.pending = h, None, None
 
     # -- decode reservations
-    def reserve_decode_blocks(self, n: int) -> DecodeReservation | None:
+    def reserve_decode_blocks(self, n: int) -> NativeDecodeBlockReservation | None:
         out = self.pool.reserve([], n)
         if out is None:
             return None
         self._publish_removed(out.removed)
-        return DecodeReservation(out.reservation)
+        return NativeDecodeBlockReservation(out.reservation)
 
-    def use_decode_reservation(self, owner: int, lay: VllmBlockLayout, res: DecodeReservation) -> G1Acquire:
+    def use_decode_reservation(self, owner: int, lay: VllmBlockLayout, res: NativeDecodeBlockReservation) -> G1Acquire:
         self._validate(owner, lay, 0)
         if res.pool.fresh < len(lay.blocks):
             return CAPACITY_EXHAUSTED
         self._commit(owner, lay, res.pool, False)
         return Ready(len(lay.blocks))
 
-    def release_decode_reservation(self, res: DecodeReservation) -> None:
+    def release_decode_reservation(self, res: NativeDecodeBlockReservation) -> None:
         self.pool.cancel(res.pool)
 
     # -- destination reservations (disaggregated transfer)
     def reserve_destination(
         self, owner: int, lay: VllmBlockLayout | None, prompt_tokens: int = 0
-    ) -> DestinationReservation | None:
+    ) -> NativeDestinationReservation | None:
         if owner in self.tables:
             raise NativePanic("destination request already owns a block table", f"request {owner}")
         if lay is None:
             out = self.pool.reserve([], 0)
             assert out is not None
-            return DestinationReservation(owner, out.reservation, None, quirks=self.quirks)
+            return NativeDestinationReservation(owner, out.reservation, None, quirks=self.quirks)
         self._validate(owner, lay, 0)
         prefix: list[int] = []
         if self.caching:
@@ -419,9 +432,11 @@ class VllmKvManager:
         if res is None:
             return None
         self._publish_removed(res.removed)
-        return DestinationReservation(owner, res.reservation, lay, prompt_tokens=prompt_tokens, quirks=self.quirks)
+        return NativeDestinationReservation(
+            owner, res.reservation, lay, prompt_tokens=prompt_tokens, quirks=self.quirks
+        )
 
-    def activate_destination(self, res: DestinationReservation) -> None:
+    def activate_destination(self, res: NativeDestinationReservation) -> None:
         if res.owner in self.tables:
             raise NativePanic("destination request already owns a block table", f"request {res.owner}")
         if res.layout is None:
@@ -434,7 +449,7 @@ class VllmKvManager:
             raise NativePanic("destination reservation was not consumed")
         self.pool.cancel(res.pool)
 
-    def cancel_destination(self, res: DestinationReservation) -> None:
+    def cancel_destination(self, res: NativeDestinationReservation) -> None:
         self.pool.cancel(res.pool)
 
     # -- queries
@@ -476,6 +491,43 @@ class VllmKvManager:
             "cached_tokens": cached,
             "active_cached_tokens": min(active * self.block_size, num_tokens),
         }
+
+    def key(
+        self, owner: Callable[[int], int] | None = None, uuid: Callable[[str], str] | None = None
+    ) -> tuple[Any, ...]:
+        """The observable state, canonical: copy ids renamed by age, event ids left out; with
+        ``owner`` and ``uuid``, the state with its requests (and the partial names they minted)
+        renamed — the explorer's owner symmetry."""
+        m = self
+        p = m.pool
+        copies = sorted(p.copies.items())
+        rank = {i: k for k, (i, _) in enumerate(copies)}
+        if owner is None and uuid is None:
+            tables = tuple(
+                sorted(
+                    (o, tuple((rank[e.copy], e.hash, e.uuid, _pending(e.pending)) for e in t))
+                    for o, t in m.tables.items()
+                )
+            )
+            uuids = tuple(sorted(m.partial_uuids))
+        else:
+            o_ = owner or _same
+            u_ = uuid or _same
+            tables = tuple(
+                sorted(
+                    (o_(o), tuple((rank[e.copy], e.hash, _opt(u_, e.uuid), _pending(e.pending)) for e in t))
+                    for o, t in m.tables.items()
+                )
+            )
+            uuids = tuple(sorted(u_(x) for x in m.partial_uuids))
+        return (
+            tuple((k, c.hash, c.refs, c.pins) for k, (_, c) in enumerate(copies)),
+            tuple(sorted((h, tuple(rank[i] for i in ids)) for h, ids in p.by_hash.items())),
+            tuple(rank[i] for i in p.inactive),
+            p.reserved,
+            tables,
+            uuids,
+        )
 
     def snapshot(self) -> dict[str, Any]:
         return {

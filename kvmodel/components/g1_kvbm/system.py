@@ -84,9 +84,9 @@ class G1KvbmSystem(G1RequestSystem):
         return self._sequence(o, tokens, caching, self._generation(o, caching))
 
     def _sequence(self, o: int, tokens: list[int], caching: bool, generation: int = 0) -> Any:
-        from kvmodel.model.g1.sequence import NewActiveSequence
+        from kvmodel.model.g1.sequence import ActiveSequence
 
-        return NewActiveSequence(
+        return ActiveSequence(
             tokens,
             8,
             self.model.block_size,

@@ -71,12 +71,12 @@ class G1System(G1RequestSystem):
         return int(sum(r.pool.fresh for r in self.decodes) + sum(r.pool.fresh for r in self.dest.values()))
 
     def _sequence(self, o: int, tokens: list[int]) -> Any:
-        from kvmodel.model.g1.sequence import NewActiveSequence
+        from kvmodel.model.g1.sequence import ActiveSequence
 
         bs = self.model.block_size
         caching = self.config["enable_prefix_caching"]
         gen = self._generation(o, caching)
-        return NewActiveSequence(tokens, 8, bs, caching, name=f"r{o}", generation=gen)
+        return ActiveSequence(tokens, 8, bs, caching, name=f"r{o}", generation=gen)
 
     def _deref(self, o: int, in_table_order: bool) -> Any:
         from kvmodel.model.g1.sequence import G1Deref

@@ -23,7 +23,7 @@ from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, Ready
 from kvmodel.model.g1.g1_manager import G1Manager
-from kvmodel.model.g1.sequence import PLH, G1Signal, NewActiveSequence, signal_from_json
+from kvmodel.model.g1.sequence import PLH, ActiveSequence, G1Signal, signal_from_json
 from kvmodel.model.g1.vllm_backend import Published, VllmBlockLayout, VllmKvManager
 from kvmodel.model.g1.vllm_block_pool import NativePool, Reservation
 from kvmodel.vectors.harness import Harness
@@ -90,7 +90,7 @@ class SequenceHarness(Harness):
 
     def __init__(self, vector: dict[str, Any], quirks: frozenset[str]) -> None:
         super().__init__(vector, quirks)
-        self.seqs: dict[str, NewActiveSequence] = {}
+        self.seqs: dict[str, ActiveSequence] = {}
         self.last_seq: str | None = None
 
     # -- symbols
@@ -119,13 +119,13 @@ class SequenceHarness(Harness):
             return {k: self.symbol(v) for k, v in x.items()}
         return x
 
-    def seq(self, name: Any) -> NewActiveSequence:
+    def seq(self, name: Any) -> ActiveSequence:
         if not isinstance(name, str) or name not in self.seqs:
             raise Uninterpretable(f"no sequence named {name!r} (known: {sorted(self.seqs)})")
         self.last_seq = name
         return self.seqs[name]
 
-    def _seq_view(self, s: NewActiveSequence) -> dict[str, Any]:
+    def _seq_view(self, s: ActiveSequence) -> dict[str, Any]:
         return {
             "name": s.name,
             "h": list(s.seq_hashes),
@@ -162,7 +162,7 @@ class SequenceHarness(Harness):
         bs = int_of(a.get("block_size", self.default_block_size))
         if bs is None:
             raise Uninterpretable(f"block_size {a.get('block_size')!r} is not an integer")
-        self.seqs[name] = NewActiveSequence(
+        self.seqs[name] = ActiveSequence(
             tokens(a["tokens"]),
             int(a.get("max_output_tokens", 0)),
             bs,

@@ -12,6 +12,7 @@ changes nothing while requests remain).
 
 from __future__ import annotations
 
+import abc
 from typing import Any, ClassVar
 
 import attrs
@@ -55,14 +56,15 @@ def _max_tokens(v: Any, what: str) -> int:
     return n
 
 
-class SchedulerAction(Action):
+class SchedulerAction(Action, abc.ABC):
     """What every scheduler action shares: it runs on the system (the scheduler and the
     request bookkeeping beside it), not on the bare scheduler."""
 
+    @abc.abstractmethod
     def perform(self, system: Any, out: list[Any]) -> Any:
         """Run the operation on ``system``, appending its transitions to ``out``; return what
         the harness's call returns (or raise the model's error)."""
-        raise NotImplementedError
+        ...
 
 
 @attrs.frozen
