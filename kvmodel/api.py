@@ -34,11 +34,12 @@ from typing import Any
 
 import attrs
 
-from kvmodel import exact, traces
+from kvmodel import components, exact, traces, workloads
+from kvmodel.components import Component
 from kvmodel.conformance import differential as differential_
 from kvmodel.conformance.differential import Difference
 from kvmodel.model.errors import InvalidInput
-from kvmodel.systems import make_system
+from kvmodel.model.quirks import revision_of
 
 __all__ = [
     "Adapter",
@@ -61,15 +62,16 @@ class ModelAdapter:
     rejection's type name. ``snapshot``: every answer carries the model's state under ``state``
     (what invariant mode's state invariants read)."""
 
-    def __init__(self, component: str, quirks: Sequence[str] | str = (), *, snapshot: bool = False) -> None:
-        self.component = _component(component).name
+    def __init__(self, component: Component | str, quirks: Sequence[str] | str = (), *, snapshot: bool = False) -> None:
+        self.record = _component(component)
+        self.component = self.record.name
         self.quirks = _quirk_list(self.component, quirks)
         self.snapshot = snapshot
         self.name = f"kvmodel's {self.component} model"
         self.system: Any = None
 
     def reset(self, config: dict[str, Any]) -> None:
-        self.system = make_system(self.component, config, self.quirks)
+        self.system = self.record.make_system(config, self.quirks)
 
     def step(self, op: str, args: Any) -> dict[str, Any]:
         out = self.system.step(op, args)
@@ -120,27 +122,23 @@ def adapter_name(impl: Any) -> str:
     return exact.printable(name)
 
 
-def _default_name() -> str:
-    from kvmodel import components
-
-    return components.default().name
-
-
-def _component(component: str) -> Any:
-    from kvmodel import components
-
+def _component(component: Component | str) -> Component:
+    """The record (given, or named by a name or alias) of a component with a workload generator;
+    an unknown name is a ``ValueError`` naming the known ones."""
+    if isinstance(component, Component) and component.api_world is not None:
+        return component
     try:
-        return components.get(component, lambda c: c.api_world is not None, "component with a workload generator")
+        return components.of(component, lambda c: c.api_world is not None, "component with a workload generator")
     except components.UnknownComponent as e:
         raise ValueError(str(e)) from None
 
 
-def _space(component: str, space: Any | None) -> Any:
-    """The workload world: the caller's, or the component's (``kvmodel.components``)."""
-    base = _component(component).api_space()
+def _space(c: Component, space: Any | None) -> Any:
+    """The workload world: the caller's, or the component's (its record's ``api_world``)."""
+    base = c.api_space()
     if space is not None and type(space) is not type(base):
         raise ValueError(
-            f"space for {component} must be a {type(base).__name__} (kvmodel.api.workload_space), got {space!r:.80}"
+            f"space for {c.name} must be a {type(base).__name__} (kvmodel.api.workload_space), got {space!r:.80}"
         )
     return space if space is not None else base
 
@@ -150,7 +148,7 @@ def workload_space(component: str, **fields: Any) -> Any:
     default API world with ``fields`` changed. Its type and fields (their defaults for the API) are
     listed per component in ``docs/contracts.md``; an unknown field is a ``ValueError`` naming the
     known ones."""
-    base = _component(component).api_space()
+    base: Any = _component(component).api_space()
     known = [f.name for f in attrs.fields(type(base))]
     for k in fields:
         if k not in known:
@@ -307,7 +305,7 @@ def compare(op: str, args: Any, model: dict[str, Any], got: Any, memo: dict[str,
 
 
 def _concrete(
-    component: str,
+    component: Component | str,
     config: dict[str, Any],
     quirks: Sequence[str],
     picks: Sequence[int],
@@ -315,14 +313,12 @@ def _concrete(
     only: frozenset[str] | None = None,
 ) -> list[tuple[str, Any]]:
     """The operation list a sequence of picks stands for (:mod:`kvmodel.workloads`)."""
-    from kvmodel import workloads
-
     c = _component(component)
     ops = (*(c.api_ops() if c.api_ops is not None else ()), *map(workloads.const, c.queries))
     return workloads.concrete(sp, ops, sp.system(config, quirks), picks, c.api_weights, only)
 
 
-def _declared(impl: Any, component: str) -> frozenset[str] | None:
+def _declared(impl: Any, c: Component) -> frozenset[str] | None:
     """The operations the adapter says it implements (its ``operations`` attribute: names of the
     component's operations), or ``None`` (all of them)."""
     try:
@@ -333,10 +329,10 @@ def _declared(impl: Any, component: str) -> frozenset[str] | None:
         return None
     if isinstance(ops, str) or not all(isinstance(o, str) for o in ops):
         raise ValueError(f"the adapter's operations must be a collection of operation names, got {ops!r:.80}")
-    known = set(operations(component))
+    known = set(operations(c))
     unknown = sorted(set(ops) - known)
     if unknown:
-        raise ValueError(f"the adapter declares {unknown[0]!r}, not an operation of {component} ({sorted(known)})")
+        raise ValueError(f"the adapter declares {unknown[0]!r}, not an operation of {c.name} ({sorted(known)})")
     return frozenset(ops)
 
 
@@ -350,9 +346,9 @@ def op_label(op: str, args: Any) -> str:
     return op
 
 
-def operations(component: str) -> list[str]:
+def operations(component: Component | str) -> list[str]:
     """Every operation of the component's system (each appears in a default workload run)."""
-    return list(make_system(_component(component).name, {}, ()).OPS)  # type: ignore[attr-defined]
+    return list(_component(component).make_system({}, ()).OPS)  # type: ignore[attr-defined]
 
 
 DEFAULT_STEP_TIMEOUT = 10.0  # seconds per adapter call (reset or step)
@@ -362,16 +358,16 @@ class _Model:
     """The model's side of a run: the component's system, its observations with the rejection's
     type and id; a step it rejects as malformed (``InvalidInput``) makes the list invalid."""
 
-    def __init__(self, component: str, quirks: Sequence[str]) -> None:
-        self.component, self.quirks = component, list(quirks)
-        self.name = f"kvmodel's {component} model"
+    def __init__(self, c: Component, quirks: Sequence[str]) -> None:
+        self.record, self.component, self.quirks = c, c.name, list(quirks)
+        self.name = f"kvmodel's {c.name} model"
         self.system: Any = None
         self.steps = 0
         self.renaming: Renaming | None = None
         self.random: set[int] = set()  # the random hashes drawn in this run (caching-off sequences)
 
     def reset(self, config: dict[str, Any]) -> None:
-        self.system = make_system(self.component, config, self.quirks)
+        self.system = self.record.make_system(config, self.quirks)
         self.steps = 0
         self.random = set()
 
@@ -387,8 +383,8 @@ class _Model:
         return obs
 
 
-def _comparer(component: str, model: _Model | None = None) -> differential_.Compare:
-    fields = _component(component).renamed_fields
+def _comparer(c: Component, model: _Model | None = None) -> differential_.Compare:
+    fields = c.renamed_fields
 
     def cmp(op: str, args: Any, want: dict[str, Any], got: Any, memo: dict[str, Any]) -> Difference | None:
         if "renaming" not in memo:
@@ -409,10 +405,10 @@ def differential(
     """Run ``ops`` on a fresh model and a reset adapter (:func:`kvmodel.conformance.differential.differential`);
     the first divergence and the steps run. An operation the model rejects as malformed raises
     ``InvalidInput``."""
-    name = _component(component).name
-    cfg = dict(make_system(name, config, quirks).config)
-    m = _Model(name, quirks)
-    return differential_.differential(m, adapter, cfg, ops, _comparer(name, m), call=call)
+    c = _component(component)
+    cfg = dict(c.make_system(config, quirks).config)
+    m = _Model(c, quirks)
+    return differential_.differential(m, adapter, cfg, ops, _comparer(c, m), call=call)
 
 
 def check_implementation(
@@ -461,66 +457,56 @@ def check_implementation(
 
     from kvmodel.model.quirks import revision as named_revision
 
+    c = _component(component if component is not None else components.default())
     if max_steps is None:
-        max_steps = _component(component or _default_name()).api_steps
+        max_steps = c.api_steps
     for name, v, lo in (("workloads", workloads, 1), ("max_steps", max_steps, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{name} must be an integer of at least {lo}, got {v!r}")
     if step_timeout is not None and not (isinstance(step_timeout, int | float) and 0 < step_timeout < float("inf")):
         raise ValueError(f"step_timeout must be a positive number of seconds or None, got {step_timeout!r}")
-    if component is None:
-        from kvmodel import components
-
-        component = components.default().name
-    else:
-        component = _component(component).name
     impl: Adapter = adapter if hasattr(adapter, "step") else adapter()  # type: ignore[assignment]
-    if revision is not None:
-        q = sorted(named_revision(component, revision).quirks)
-    else:
-        q = _quirk_list(component, quirks)
+    q = sorted(named_revision(c.name, revision).quirks) if revision is not None else _quirk_list(c.name, quirks)
     if check not in ("equal", "invariants", "both"):
         raise ValueError(f"check must be 'equal', 'invariants' or 'both', got {check!r:.60}")
-    observer = _component(component).observer
+    observer = c.observer
     if check != "equal" and observer is None:
-        raise ValueError(f"{component} has no invariant mode (no observer): use check='equal'")
-    accepted = _accepted(component, accept) | (set(q) if check == "both" else set())
-    sp = _space(component, space)
-    cfg = dict(make_system(component, config or {}, q).config)
-    from kvmodel.model.quirks import revision_of
-
-    rep = DiffReport(adapter_name(impl), component, cfg, q, seed=seed)
-    rep.revision = revision if revision is not None else revision_of(component, q)
+        raise ValueError(f"{c.name} has no invariant mode (no observer): use check='equal'")
+    accepted = _accepted(c.name, accept) | (set(q) if check == "both" else set())
+    sp = _space(c, space)
+    cfg = dict(c.make_system(config or {}, q).config)
+    rep = DiffReport(adapter_name(impl), c.name, cfg, q, seed=seed)
+    rep.revision = revision if revision is not None else revision_of(c.name, q)
     rep.extra["check"] = check
-    only = _declared(impl, component)
+    only = _declared(impl, c)
     call = differential_.Caller(step_timeout)
     try:
         # long enough that set-ups of several steps (a request allocated, then decoded) occur; the
         # deletion pass shrinks below the minimum afterwards
         strategy = st.lists(st.integers(0, 10_000), min_size=max(1, max_steps // 2), max_size=max_steps)
-        model_side = _Model(component, q)
-        cmp = _comparer(component, model_side)
+        model_side = _Model(c, q)
+        cmp = _comparer(c, model_side)
         tally = None
         if check != "equal":
             from kvmodel import invariant_mode
 
             assert observer is not None
-            tally = invariant_mode.Tally(component)
+            tally = invariant_mode.Tally(c.name)
             make = observer
             cmp = invariant_mode.comparer(
-                component, lambda: make(cfg), accepted, tally, equal=cmp if check == "both" else None
+                c.name, lambda: make(cfg), accepted, tally, equal=cmp if check == "both" else None
             )
         call.start()  # before the measurement: the adapter's thread is not measured
         from kvmodel.reach import Reach
 
-        reach = Reach(component) if coverage else None
+        reach = Reach(c.name) if coverage else None
         with reach if reach is not None else contextlib.nullcontext():
             differential_.run(
                 model_side,
                 impl,
                 rep,
                 strategy=strategy,
-                case=lambda picks: (cfg, _concrete(component, cfg, q, picks, sp, only)),
+                case=lambda picks: (cfg, _concrete(c, cfg, q, picks, sp, only)),
                 compare=cmp,
                 workloads=workloads,
                 call=call,
@@ -533,13 +519,13 @@ def check_implementation(
     finally:
         call.close()
     exercised = {op for op, _ in (rep.ops or [])} | {k.split(":", 1)[0] for k in rep.op_counts}
-    every = operations(component)
+    every = operations(c)
     rep.extra["operations_declared"] = None if only is None else sorted(only)
     rep.extra["operations_not_exercised"] = sorted(set(every) - exercised)
     d = rep.divergence
     if d is not None and rep.ops is not None:
         rep.trace = traces.record(
-            component,
+            c,
             cfg,
             q,
             rep.ops,

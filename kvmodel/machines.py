@@ -26,8 +26,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kvmodel import determinism, traces
-from kvmodel.systems import Outcome, System, make_system
+from kvmodel import components, determinism, traces
+from kvmodel.components import Component
+from kvmodel.components.base import resolve
+from kvmodel.systems import Outcome, System
 
 
 class InvariantViolated(AssertionError):
@@ -40,6 +42,7 @@ class WrongError(AssertionError):
 
 class Machine(RuleBasedStateMachine):
     component: ClassVar[str]
+    record: ClassVar[Component]
     config: ClassVar[dict[str, Any]]
     quirks: ClassVar[frozenset[str]]
     target: ClassVar[frozenset[str] | None] = None
@@ -49,7 +52,7 @@ class Machine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.system: System = make_system(self.component, dict(self.config), self.quirks)
+        self.system: System = self.record.make_system(dict(self.config), self.quirks)
         self.log: list[tuple[str, Any]] = []
 
     @classmethod
@@ -118,33 +121,28 @@ class HypothesisResult:
         }
 
 
-def machine_class(component: str) -> type[Machine]:
-    """The component's machine class (``kvmodel.components``)."""
-    from kvmodel import components
-    from kvmodel.components.base import resolve
-
-    c = components.get(component, lambda c: c.machine, "component with a Hypothesis machine")
-    assert c.machine is not None
+def machine_class(component: Component | str) -> type[Machine]:
+    """The component's machine class (its record's ``machine``)."""
+    c = components.of(component, lambda c: c.machine, "component with a Hypothesis machine")
     cls: type[Machine] = resolve(c.machine)
     return cls
 
 
 def machine_for(
-    component: str,
+    component: Component | str,
     config: dict[str, Any] | None = None,
     quirks: Iterable[str] = (),
     target: Iterable[str] | None = None,
 ) -> type[Machine]:
     """A fresh machine class bound to one configuration (class state is per class): the
     machine's own world (its class ``config``) with ``config`` on top."""
-    from kvmodel import components
-
-    component = components.canonical(component)
-    base = machine_class(component)
+    c = components.of(component, lambda c: c.machine, "component with a Hypothesis machine")
+    base = machine_class(c)
     config = {**base.config, **(config or {})}
-    sys_ = make_system(component, config, quirks)  # validates config and quirks
+    sys_ = c.make_system(config, quirks)  # validates config and quirks
     attrs_: dict[str, Any] = {
-        "component": component,
+        "component": c.name,
+        "record": c,
         "config": sys_.config,
         "quirks": sys_.quirks,
         "target": None if target is None else frozenset(target),
@@ -153,11 +151,11 @@ def machine_for(
         "first_failure_at": [],
     }
     attrs_.update(base.bind(sys_.config))
-    return type(f"{base.__name__}_{component}", (base,), attrs_)
+    return type(f"{base.__name__}_{c.name}", (base,), attrs_)
 
 
 def run(
-    component: str,
+    component: Component | str,
     *,
     config: dict[str, Any] | None = None,
     quirks: Iterable[str] = (),
@@ -178,7 +176,8 @@ def run(
     to find each defect"); the default keeps the shorter counterexamples."""
     determinism.pin()
     quirk_list = sorted(quirks)
-    machine = machine_for(component, config, quirk_list, target)
+    c = components.of(component, lambda c: c.machine, "component with a Hypothesis machine")
+    machine = machine_for(c, config, quirk_list, target)
     setattr(machine, "_hypothesis_internal_use_seed", seed)  # noqa: B010 - read by Hypothesis
     examples = [0]
     orig_init = machine.__init__
@@ -200,15 +199,15 @@ def run(
         print_blob=False,
         phases=[Phase.generate, Phase.shrink] if hypothesis_shrink else [Phase.generate],
     )
-    res = HypothesisResult(component, mode, quirk_list, seed, 0, 0, 0.0)
+    res = HypothesisResult(c.name, mode, quirk_list, seed, 0, 0, 0.0)
     t0 = time.perf_counter()
     try:
         run_state_machine_as_test(machine, settings=s)
     except InvariantViolated:
         log, inv, msg = machine.failures[-1]
-        log = traces.minimize(component, dict(machine.config), quirk_list, log, inv)
+        log = traces.minimize(c, dict(machine.config), quirk_list, log, inv)
         trace = traces.record(
-            component,
+            c,
             dict(machine.config),
             quirk_list,
             log,

@@ -117,10 +117,12 @@ def check_config(
     return out
 
 
-def make_system(component: str, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None) -> System:
-    """Build a component's system (by name or alias); ``quirks=None`` means faithful (the seed's
-    revision)."""
-    return components.get(component, lambda c: c.system, "component with a system").make_system(config, quirks)
+def make_system(
+    component: components.Component | str, config: dict[str, Any] | None = None, quirks: Iterable[str] | None = None
+) -> System:
+    """Build a component's system (the record, or its name or alias); ``quirks=None`` means
+    faithful (the seed's revision)."""
+    return components.of(component, lambda c: c.system, "component with a system").make_system(config, quirks)
 
 
 def system_components() -> tuple[str, ...]:

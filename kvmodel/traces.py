@@ -38,7 +38,7 @@ def schema() -> dict[str, Any]:
 
 
 def record(
-    component: str,
+    component: components.Component | str,
     config: dict[str, Any],
     quirks: Iterable[str],
     ops: Sequence[tuple[str, Any]],
@@ -51,7 +51,8 @@ def record(
     (of an invariant in ``target``, when given)."""
     wanted = None if target is None else set(target)
     quirks = sorted(quirks)
-    sys_ = make_system(component, config, quirks)
+    c = components.of(component)
+    sys_ = c.make_system(config, quirks)
     steps: list[dict[str, Any]] = []
     violation: dict[str, Any] | None = None
     for i, (op, args) in enumerate(ops):
@@ -67,21 +68,22 @@ def record(
 
     return {
         "format": FORMAT,
-        "component": component,
+        "component": c.name,
         "config": sys_.config,
         "quirks": quirks,
-        "revision": revision_of(component, quirks),
+        "revision": revision_of(c.name, quirks),
         "origin": origin or {},
         "violation": violation,
         "steps": steps,
     }
 
 
-def walk(component: str, steps: int = 8) -> dict[str, Any]:
+def walk(component: components.Component | str, steps: int = 8) -> dict[str, Any]:
     """A trace of ``steps`` steps of ``component``'s explorer world (its CLI default world, ideal
     model), taking the ``7i``-th enabled move at step ``i`` (modulo their number): a valid trace
     whose recorded states have that component's shape, the same on every run."""
-    sp = components.get(component).explore_space(components.World({}, {}))
+    c = components.of(component)
+    sp = c.explore_space(components.World({}, {}))
     s = sp.system({}, [])
     ops: list[tuple[str, Any]] = []
     moves = sp.moves()
@@ -92,11 +94,11 @@ def walk(component: str, steps: int = 8) -> dict[str, Any]:
         op, decoded, args = sp.concrete(s, enabled[(7 * i) % len(enabled)])
         s.apply(op, decoded, args)
         ops.append((op, args))
-    return record(component, dict(s.config), [], ops)
+    return record(c, dict(s.config), [], ops)
 
 
 def minimize(
-    component: str,
+    component: components.Component | str,
     config: dict[str, Any],
     quirks: Iterable[str],
     ops: Sequence[tuple[str, Any]],
@@ -112,9 +114,10 @@ def minimize(
     """
     quirks = list(quirks)
     cur = list(ops)
+    c = components.of(component)
 
     def breaks(candidate: list[tuple[str, Any]]) -> int | None:
-        sys_ = make_system(component, config, quirks)
+        sys_ = c.make_system(config, quirks)
         for i, (op, args) in enumerate(candidate):
             out = sys_.step(op, args)
             if any(v.invariant == invariant for v in out.violations):
@@ -131,8 +134,7 @@ def minimize(
         hit = breaks(cand)
         return None if hit is None else cand[: hit + 1]
 
-    merge = components.get(component).merge_steps
-    return one_minimal(cur[: end + 1], still, last_first=True, pairs_up_to=PAIRS_UP_TO, merge=merge)
+    return one_minimal(cur[: end + 1], still, last_first=True, pairs_up_to=PAIRS_UP_TO, merge=c.merge_steps)
 
 
 def engine_trace(

@@ -31,6 +31,7 @@ __all__ = [
     "default",
     "get",
     "names",
+    "of",
     "register",
     "registered",
     "target",
@@ -134,6 +135,14 @@ def get(name: str, has: Callable[[Component], object] | None = None, what: str =
         known = ", ".join(names(has))
         raise UnknownComponent(f"unknown {what} {name!r} (known: {known})")
     return c
+
+
+def of(c: Component | str, has: Callable[[Component], object] | None = None, what: str = "component") -> Component:
+    """The component itself, or the one a name or alias names (:func:`get`): what the package's
+    entry points call once, so that the calls below them pass the record, not its name."""
+    if isinstance(c, Component) and (has is None or has(c)):
+        return c
+    return get(c if isinstance(c, str) else c.name, has, what)
 
 
 def targets() -> Iterator[tuple[Component, ConformTarget]]:

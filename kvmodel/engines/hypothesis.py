@@ -34,7 +34,7 @@ class HypothesisEngine:
     def run(self, component: Component, case: Case, budget: Budget) -> CheckResult:
         quirk = case.kind == "quirk"
         r = machines.run(
-            component.name,
+            component,
             quirks=case.quirks,
             mode=f"quirk:{case.quirk}" if quirk else case.kind,
             seed=budget.seed,
