@@ -17,7 +17,7 @@ import attrs
 from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, post_key
 from kvmodel.invariants.g1 import AnnouncedStream
 from kvmodel.model.events import Removed, Stored
-from kvmodel.model.g1.acquire import CapacityExhausted, Ready
+from kvmodel.model.g1.acquire import CapacityExhausted, G1Acquire, Ready
 
 C = "g1_kvbm"
 
@@ -231,7 +231,7 @@ def _failed(ctx: StepContext) -> Any:
 
 
 def _atomic_failure(ctx: StepContext) -> str | None:
-    if not _failed(ctx) or not isinstance(ctx.result, str):
+    if not _failed(ctx) or not isinstance(ctx.result, G1Acquire):
         return None
     pre = ctx.pre.parts
     now = _parts(_kv(ctx))
@@ -253,7 +253,7 @@ def _parts(m: Any) -> Any:
 
 
 def _eviction_order(ctx: StepContext) -> str | None:
-    if not _failed(ctx) or not isinstance(ctx.result, str):
+    if not _failed(ctx) or not isinstance(ctx.result, G1Acquire):
         return None
     if ctx.pre.index_key != _kv(ctx).sub.inactive.key():
         return f"a CapacityExhausted {ctx.op} changed the inactive index's eviction order"

@@ -17,6 +17,7 @@ import attrs
 from kvmodel import components
 from kvmodel.invariants import StepContext, Violation
 from kvmodel.model.errors import InvalidInput, ModelError
+from kvmodel.model.g1.acquire import plain
 
 
 @attrs.define
@@ -40,7 +41,7 @@ class Outcome:
         if self.error is not None:
             obs["error"] = self.error.to_json()
         else:
-            obs["returns"] = self.result
+            obs["returns"] = plain(self.result)
         obs["events"] = [e.to_json() for e in self.events]
         if state is not None:
             obs["state"] = state

@@ -313,7 +313,7 @@ class KvbmSpec:
         if name in ("allocate", "resend"):
             if ev(post["use"]) != ok:
                 diffs.append(f"{op}: use spec {ev(post['use'])} model {out.result!r} {out.error}")
-            elif ok and ev(post["ready"]) != int(out.result[6:-1]):
+            elif ok and ev(post["ready"]) != out.result.n:
                 diffs.append(f"{op}: Ready spec {ev(post['ready'])} model {out.result}")
         return diffs
 

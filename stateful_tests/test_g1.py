@@ -127,17 +127,22 @@ def test_perturbed_native_expectations_fail() -> None:
 
 @given(st.one_of(st.none(), st.integers(0, 2**32)))
 def test_g1_acquire_values_keep_their_type_and_their_text(n: int | None) -> None:
-    """``Ready(n)`` / ``CapacityExhausted`` are typed values whose text is the trace form: JSON,
-    copies and pickles give the same value and type back."""
+    """``Ready(n)`` / ``CapacityExhausted`` are typed values, not strings, whose JSON form is the
+    trace's text: JSON, copies and pickles give the same value and type back."""
     import copy
     import pickle
 
-    from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, CapacityExhausted
+    from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, CapacityExhausted, plain
 
     r = Ready(n)
-    assert r == ("Ready" if n is None else f"Ready({n})") and r.n == n
+    text = "Ready" if n is None else f"Ready({n})"
+    assert r.to_json() == str(r) == repr(r) == text and r.n == n and not isinstance(r, str) and r != text
+    assert plain({"returns": [r, (CAPACITY_EXHAUSTED, 1)], "x": "Ready"}) == {
+        "returns": [text, ("CapacityExhausted", 1)],
+        "x": "Ready",
+    }
     for v, cls in ((r, Ready), (CAPACITY_EXHAUSTED, CapacityExhausted)):
-        back = G1Acquire.from_json(json.loads(json.dumps(v)))
+        back = G1Acquire.from_json(json.loads(json.dumps(plain(v))))
         assert back == v and type(back) is cls
         assert type(copy.deepcopy(v)) is cls and type(pickle.loads(pickle.dumps(v))) is cls
     assert G1Acquire.from_json(f"Ready({n})x") is None and G1Acquire.from_json(3) is None

@@ -15,6 +15,7 @@ from kvmodel import vectors
 from kvmodel.components.registry.system import RegistrySystem
 from kvmodel.model.blocks import FullBlock
 from kvmodel.model.errors import NativePanic
+from kvmodel.model.g1.acquire import G1Acquire, Ready
 from kvmodel.model.g1.g1_manager import G1Manager
 from kvmodel.model.g1.kvbm_backend import KvbmKvManager
 from kvmodel.model.g1.kvbm_logical import KvbmPanic
@@ -145,7 +146,7 @@ def test_event_hashes_exist_only_in_the_tiered_revision() -> None:
 def test_plh_alignment_is_checked_on_the_native_decode_path() -> None:
     g = G1Manager(4, 2, backend="native", quirks=faithful("g1_native"))
     r = g.reserve_decode_blocks(1)
-    assert not isinstance(r, str)
+    assert not isinstance(r, G1Acquire)
     bad = G1Use((FullBlock(7),), (), ())  # one full block, no PLH
     with pytest.raises(NativePanic, match="PLHs must align with full blocks"):
         g.process_decode_signal_for_request(0, bad, r)
@@ -189,7 +190,7 @@ def test_chunked_prefill_publishes_one_stored_per_chunk() -> None:
     m = KvbmKvManager(256, 64, quirks=faithful("g1_kvbm"))
     for cum in (256, 512):
         sig = s.prepare_allocation(cum)
-        assert sig is not None and m.process(sig) == "Ready(4)"
+        assert sig is not None and m.process(sig) == Ready(4)
         s.commit_allocation(cum)
     ev = [p.event.data for p in m.drain_events()]
     assert len(ev) == 2 and ev[0].parent_hash is None  # type: ignore[union-attr]
@@ -326,10 +327,9 @@ def test_native_fresh_block_takes_its_local_hash_counted_over_the_prefix() -> No
     m.use_for_request(1, VllmBlockLayout([FullBlock(7)], [107], None, None))
     m.finalize_computed_prefix(1, 0, 4)
     assert [b["tokens_hash"] for s in _stored(m) for b in s["blocks"]] == [107]
-    assert (
-        m.use_for_request(2, VllmBlockLayout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1)
-        == "Ready(2)"
-    )
+    assert m.use_for_request(
+        2, VllmBlockLayout([FullBlock(7), FullBlock(8)], [107, 108], [[1] * 4, [2] * 4], None), 1
+    ) == Ready(2)
     m.finalize_computed_prefix(2, 0, 8)
     ev = [p.to_json() for p in m.drain_events()]
     assert [(e["data"]["stored"]["parent_hash"], e["data"]["stored"]["blocks"][0]["tokens_hash"]) for e in ev] == [

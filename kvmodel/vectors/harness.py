@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from kvmodel.model.errors import ModelError
+from kvmodel.model.g1.acquire import plain
 from kvmodel.vectors.notation import Matcher, Mismatch, Namespace, Uninterpretable, check_step, j
 
 HARNESS_OPS = ("observe", "inspect", "observe_channel", "compare", "clear_captured_events", "inspect_events", "record")
@@ -139,7 +140,7 @@ def run(harness: Harness, vector: dict[str, Any]) -> None:
                 elif op in HARNESS_OPS:
                     pass
                 else:
-                    vals = harness.call(op, args)
+                    vals = plain(harness.call(op, args))
             except ModelError as e:
                 err = e
             events = harness.drain()

@@ -551,7 +551,7 @@ class KvbmKvManager:
             if not isinstance(out, Ready):
                 raise KvbmPanic("reserved decode allocation must be infallible")
             if self.q("use_ready_counts_entries") and out.n != len(sig.blocks):
-                raise KvbmPanic("reserved decode allocation must commit every block", out)
+                raise KvbmPanic("reserved decode allocation must commit every block", str(out))
             return out
         got = self.process(sig)
         if not isinstance(got, Ready):

@@ -17,7 +17,7 @@ from kvmodel.components.g1_native.vectors import (
     publishers_of,
 )
 from kvmodel.model.blocks import FullBlock
-from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, Ready
+from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.sequence import PLH, G1Signal, G1Use
 from kvmodel.vectors.notation import Uninterpretable, int_of
 
@@ -151,7 +151,7 @@ class KvbmBackendHarness(SequenceHarness):
             a["attempted_generation"], a["retried"], a["witness_generation"], a["released_slots"]
         )
 
-    def op_reserve_decode_blocks(self, a: dict[str, Any]) -> str:
+    def op_reserve_decode_blocks(self, a: dict[str, Any]) -> G1Acquire:
         r = self.m.reserve_decode_blocks(int(a["count"]))
         if r is not None and a.get("as"):
             self.res[str(a["as"])] = r

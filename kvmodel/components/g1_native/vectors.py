@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from kvmodel.model.blocks import PartialBlock, UniqueBlock, block_from_json
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.events import Removed, Stored
-from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, Ready
+from kvmodel.model.g1.acquire import CAPACITY_EXHAUSTED, G1Acquire, Ready
 from kvmodel.model.g1.g1_manager import G1Manager
 from kvmodel.model.g1.sequence import PLH, ActiveSequence, G1Signal, signal_from_json
 from kvmodel.model.g1.vllm_backend import Published, VllmBlockLayout, VllmKvManager
@@ -411,7 +411,7 @@ class NativeBackendHarness(SequenceHarness, NativeViews):
         self.before_visible_after = self.m.pool.visible()
         return [event_view(p) for p in self.m.drain_events()]
 
-    def op_use_for_request(self, a: dict[str, Any]) -> str:
+    def op_use_for_request(self, a: dict[str, Any]) -> G1Acquire:
         return self.m.use_for_request(a["owner"], layout(self.symbol(a)), a.get("reusable_prefix_blocks", 0))
 
     def op_finalize_computed_prefix(self, a: dict[str, Any]) -> dict[str, Any]:
@@ -430,13 +430,13 @@ class NativeBackendHarness(SequenceHarness, NativeViews):
         hit = self.m.prefix_hit(self.symbol(a["hash"]))
         return {"returns": hit, "is_some": hit is not None, "is_none": hit is None, "is_active": bool(hit)}
 
-    def op_reserve_decode_blocks(self, a: dict[str, Any]) -> str:
+    def op_reserve_decode_blocks(self, a: dict[str, Any]) -> G1Acquire:
         r = self.m.reserve_decode_blocks(a["count"])
         if r is not None and a.get("as"):
             self.res[str(a["as"])] = r
         return CAPACITY_EXHAUSTED if r is None else Ready()
 
-    def op_use_decode_reservation_for_request(self, a: dict[str, Any]) -> str:
+    def op_use_decode_reservation_for_request(self, a: dict[str, Any]) -> G1Acquire:
         return self.m.use_decode_reservation(a["owner"], layout(self.symbol(a)), self._res(a["reservation"]))
 
     def op_release_decode_reservation(self, a: dict[str, Any]) -> None:
@@ -520,10 +520,10 @@ class G1ManagerHarness(SequenceHarness, NativeViews):
             raise Uninterpretable(f"{spec!r} is not one signal")
         return sigs[0]
 
-    def op_process_for_request(self, a: dict[str, Any]) -> str:
+    def op_process_for_request(self, a: dict[str, Any]) -> G1Acquire:
         return self.g.process_for_request(a["owner"], self._event(a["event"]), a.get("reusable_prefix_blocks", 0))
 
-    def op_process(self, a: dict[str, Any]) -> str:
+    def op_process(self, a: dict[str, Any]) -> G1Acquire:
         return self.g.process(self._event(a.get("event", a)))
 
     def op_finalize_computed_prefix(self, a: dict[str, Any]) -> None:
@@ -534,9 +534,9 @@ class G1ManagerHarness(SequenceHarness, NativeViews):
         else:
             self.g.native.finalize_computed_prefix(a["owner"], a["computed_before"], a["computed_after"])
 
-    def op_reserve_decode_blocks(self, a: dict[str, Any]) -> str:
+    def op_reserve_decode_blocks(self, a: dict[str, Any]) -> G1Acquire:
         r = self.g.reserve_decode_blocks(a["count"])
-        if isinstance(r, str):
+        if isinstance(r, G1Acquire):
             return r
         if a.get("as"):
             self.res[str(a["as"])] = r
@@ -555,7 +555,7 @@ class G1ManagerHarness(SequenceHarness, NativeViews):
 
     def op_reserve_destination_at(self, a: dict[str, Any]) -> dict[str, Any]:
         r = self.g.reserve_destination_at(a["owner"], self.seq(a["sequence"]), a.get("eviction_now_ms"))
-        if isinstance(r, str):
+        if isinstance(r, G1Acquire):
             return {"returns": r}
         if a.get("as"):
             self.res[str(a["as"])] = r
