@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness
-from kvmodel.model.registry import BlockState, Publisher, PublishHandle, RegEvent, Registry
+from kvmodel.model.registry import BlockState, Publisher, PublishHandle, RegEvent, RegistryWorld
 
 C = "kvbm_block_registry"
 
@@ -39,7 +39,7 @@ class RegMonitor:
             for r in [r for r in c if r not in keep]:
                 del c[r]
 
-    def observe(self, model: Registry, events: list[RegEvent]) -> None:
+    def observe(self, model: RegistryWorld, events: list[RegEvent]) -> None:
         self.faults = {}
         for e in events:
             h = model.handles.get(e.handle)
@@ -70,7 +70,7 @@ class Before:
     post_key: Any = None
 
 
-def _holders(m: Registry, publications_only: bool = False) -> Counter[int]:
+def _holders(m: RegistryWorld, publications_only: bool = False) -> Counter[int]:
     """Arcs per registration handle, counted from the values that hold them; with
     ``publications_only``, only pending publications (armed publish handles, publisher entries)."""
     out: Counter[int] = Counter()
@@ -91,7 +91,7 @@ def _holders(m: Registry, publications_only: bool = False) -> Counter[int]:
 
 
 def _one_block_handle(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     for p in sorted(m.pools):
         for h, ids in sorted(m.live_block_handles(p).items()):
             if len(ids) > 1:
@@ -100,7 +100,7 @@ def _one_block_handle(c: StepContext) -> str | None:
 
 
 def _one_registration(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     seen: dict[tuple[str, int, str], int] = {}
     for h in sorted(m.handles.values(), key=lambda x: x.id):
         if h.alive and h.registered:
@@ -112,7 +112,7 @@ def _one_registration(c: StepContext) -> str | None:
 
 
 def _lists_iff_live(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     for p in sorted(m.pools):
         live = m.live_block_handles(p)
         for h in sorted(set(live) | set(m.pools[p].blocks)):
@@ -124,7 +124,7 @@ def _lists_iff_live(c: StepContext) -> str | None:
 
 
 def _no_dead_after_drain(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     if any(p.pending for p in m.pools.values()):
         return None
     for p in sorted(m.pools):
@@ -139,7 +139,7 @@ def _no_dead_after_drain(c: StepContext) -> str | None:
 
 
 def _tier_matches(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     for n, v in sorted(m.values.items()):
         if isinstance(v, BlockState) and v.reg is not None and v.bh is not None:
             pool = m.pools[m.block_handles[v.bh].pool]
@@ -150,7 +150,7 @@ def _tier_matches(c: StepContext) -> str | None:
 
 
 def _arc_count(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     held = _holders(m)
     for r, h in sorted(m.handles.items()):
         if h.strong != held[r]:
@@ -159,7 +159,7 @@ def _arc_count(c: StepContext) -> str | None:
 
 
 def _publication_once(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     pend = _holders(m, publications_only=True)
     for r, h in sorted(m.handles.items()):
         if not h.alive:
@@ -172,7 +172,7 @@ def _publication_once(c: StepContext) -> str | None:
 
 
 def _references_resolve(c: StepContext) -> str | None:
-    m: Registry = c.model
+    m: RegistryWorld = c.model
     owners: dict[int, tuple[str, BlockState]] = {}
     for n, v in sorted(m.values.items()):
         if isinstance(v, BlockState) and v.kind == "Registered":
@@ -364,7 +364,7 @@ WITNESSES: tuple[Witness, ...] = (
 )
 
 
-def _entries(m: Registry) -> int:
+def _entries(m: RegistryWorld) -> int:
     return sum(len(p.blocks) for p in m.pools.values()) + sum(len(g) for g in m.globals.values())
 
 

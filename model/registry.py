@@ -242,8 +242,9 @@ class Publisher:
 
 
 @attrs.define
-class Pool:
-    """``BlockRegistry``: its tier, global registry, per-pool map and unregister channel."""
+class BlockRegistry:
+    """One ``BlockRegistry`` (``registry.rs``): its tier, the global registry it shares, its own
+    map of sequence hashes to registration handles (weak) and its unregister channel."""
 
     name: str
     tier: str
@@ -295,14 +296,17 @@ def kind_of(v: Value) -> str:
     return KIND_OF[type(v)]
 
 
-class Registry:
-    """A world of block registries sharing global registries, with the caller's values."""
+class RegistryWorld:
+    """A world of :class:`BlockRegistry` s sharing global registries, with the values the caller
+    owns (block states, publish handles, publishers, Arcs) by name: the Rust-shaped calls
+    (``register_block``, ``is_registered``, the unregister task as ``drain``, the block-state and
+    publisher methods) and the world's plumbing (names, ``drop``, ``gc``, ``key``)."""
 
     def __init__(self, quirks: Iterable[str] | None = None) -> None:
         from kvmodel.model.quirks import resolve
 
         self.quirks = resolve("kvbm_block_registry", quirks)
-        self.pools: dict[str, Pool] = {}
+        self.pools: dict[str, BlockRegistry] = {}
         self.globals: dict[str, dict[tuple[int, str | None], int]] = {}
         self.values: dict[str, Value] = {}
         self.handles: dict[int, RegHandle] = {}
@@ -318,12 +322,13 @@ class Registry:
     def untiered(self) -> bool:
         return "global_registry_untiered" in self.quirks
 
-    def clone(self) -> Registry:
+    def clone(self) -> RegistryWorld:
         """An independent copy (hand-written: ``deepcopy`` dominated the explorer's time)."""
-        c = Registry.__new__(Registry)
+        c = RegistryWorld.__new__(RegistryWorld)
         c.quirks = self.quirks
         c.pools = {
-            n: Pool(p.name, p.tier, p.global_name, dict(p.blocks), list(p.pending)) for n, p in self.pools.items()
+            n: BlockRegistry(p.name, p.tier, p.global_name, dict(p.blocks), list(p.pending))
+            for n, p in self.pools.items()
         }
         c.globals = {g: dict(r) for g, r in self.globals.items()}
         c.values = {n: _copy_value(v) for n, v in self.values.items()}
@@ -377,7 +382,7 @@ class Registry:
             for r in rids:
                 self._release(r)
 
-    def _key(self, pool: Pool, h: int) -> tuple[int, str | None]:
+    def _key(self, pool: BlockRegistry, h: int) -> tuple[int, str | None]:
         return (h, None if self.untiered else pool.tier)
 
     def _get(self, name: Any, kind: str) -> Any:
@@ -390,7 +395,7 @@ class Registry:
             raise InvalidInput(f"{name!r} is a {kind_of(v)}, not a {kind}")
         return v
 
-    def _pool(self, name: Any) -> Pool:
+    def _pool(self, name: Any) -> BlockRegistry:
         if not isinstance(name, str) or name not in self.pools:
             raise InvalidInput(f"no registry named {name!r} (known: {sorted(self.pools)})")
         return self.pools[name]
@@ -424,7 +429,7 @@ class Registry:
             raise InvalidInput(f"unknown storage tier {tier!r} (known: {list(TIERS)})")
         if not isinstance(global_name, str):
             raise InvalidInput(f"a global registry is named by a string, got {global_name!r}")
-        self.pools[name] = Pool(name, tier, global_name)
+        self.pools[name] = BlockRegistry(name, tier, global_name)
         self.globals.setdefault(global_name, {})
 
     def is_registered(self, pool_name: str, h: int) -> bool:

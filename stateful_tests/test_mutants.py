@@ -9,7 +9,7 @@ import pytest
 
 from kvmodel import cli
 from kvmodel.model.kv_manager import KvManager
-from kvmodel.model.registry import Registry
+from kvmodel.model.registry import RegistryWorld
 from kvmodel.mutants import Mutant, MutantError, applied
 from kvmodel.mutants.catalogue import MUTANTS
 
@@ -29,10 +29,10 @@ def test_catalogue_is_large_named_and_spread_over_components() -> None:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_each_edit_applies_and_is_undone(mutant: Mutant) -> None:
-    before = {k: v for k, v in vars(KvManager).items()} | {k: v for k, v in vars(Registry).items()}
+    before = {k: v for k, v in vars(KvManager).items()} | {k: v for k, v in vars(RegistryWorld).items()}
     with applied(mutant):
         pass
-    after = {k: v for k, v in vars(KvManager).items()} | {k: v for k, v in vars(Registry).items()}
+    after = {k: v for k, v in vars(KvManager).items()} | {k: v for k, v in vars(RegistryWorld).items()}
     assert before == after
 
 

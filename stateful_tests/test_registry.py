@@ -16,7 +16,7 @@ from kvmodel.model.registry import (
     Block,
     BlockAlreadyRegistered,
     InvalidState,
-    Registry,
+    RegistryWorld,
     StateNotPartial,
     TokenBlockIncomplete,
 )
@@ -24,15 +24,15 @@ from kvmodel.model.registry import (
 C = "kvbm_block_registry"
 
 
-def _world(quirks: Any = ()) -> Registry:
-    m = Registry(quirks)
+def _world(quirks: Any = ()) -> RegistryWorld:
+    m = RegistryWorld(quirks)
     m.new_registry("a", "Device")
     m.new_registry("b", "Device")
     m.new_registry("h", "HostPinned")
     return m
 
 
-def _texts(m: Registry) -> list[list[str]]:
+def _texts(m: RegistryWorld) -> list[list[str]]:
     return [[e.text() for e in batch] for batch in m.messages]
 
 

@@ -30,7 +30,7 @@ from kvmodel.model.quirks import (
     revision_of,
     revisions_of,
 )
-from kvmodel.model.registry import Registry, TokenBlockFull
+from kvmodel.model.registry import RegistryWorld, TokenBlockFull
 from kvmodel.vectors.notation import Matcher, Mismatch, Namespace, Uninterpretable
 
 HERE = Path(__file__).parent
@@ -105,7 +105,7 @@ def test_403dd259_unregister_task_erases_the_live_entry() -> None:
 
 def test_add_tokens_on_a_full_partial_returns_them_in_every_mode() -> None:
     for quirks in (faithful(REG), frozenset(), revision(REG, "403dd259").quirks):
-        m = Registry(quirks)
+        m = RegistryWorld(quirks)
         m.new_state("s")
         m.initialize_sequence("s", 2, 0)
         assert m.add_tokens("s", [1, 2, 3]) == [3]
@@ -119,7 +119,7 @@ def test_add_tokens_on_a_full_partial_returns_them_in_every_mode() -> None:
 
 
 def test_state_errors_carry_the_rust_display_text() -> None:
-    m = Registry(faithful(REG))
+    m = RegistryWorld(faithful(REG))
     m.new_state("s")
     with pytest.raises(Exception, match="Block state is invalid: Block is not partial"):
         m.add_tokens("s", [1])

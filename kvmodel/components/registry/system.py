@@ -13,7 +13,7 @@ from kvmodel.invariants.registry import Before, RegMonitor
 from kvmodel.invariants.registry import entries as _reg_entries
 from kvmodel.model.errors import InvalidInput, ModelError
 from kvmodel.model.quirks import resolve
-from kvmodel.model.registry import BlockState, Registry
+from kvmodel.model.registry import BlockState, RegistryWorld
 from kvmodel.systems import Outcome, System, check_config
 
 
@@ -31,7 +31,7 @@ class RegistrySystem(System):
         self.component = "kvbm_block_registry"
         self.config = check_config(self.component, config or {}, self.DEFAULTS)
         self.quirks = resolve(self.component, quirks)
-        self.model = Registry(self.quirks)
+        self.model = RegistryWorld(self.quirks)
         regs = self.config["registries"]
         if not isinstance(regs, list):
             raise InvalidInput(f"registries must be a list of [name, tier], got {regs!r}")

@@ -48,7 +48,7 @@ from kvmodel.model.registry import (
     Publisher,
     PublishHandle,
     RegHandle,
-    Registry,
+    RegistryWorld,
     StateNotPartial,
     StateNotReset,
     TokenBlockEmpty,
@@ -113,7 +113,7 @@ class RegistryHarness(Harness):
 
     def __init__(self, vector: dict[str, Any], quirks: frozenset[str]) -> None:
         super().__init__(vector, quirks)
-        self.m = Registry(quirks)
+        self.m = RegistryWorld(quirks)
         self.blocks = fixture_blocks()
         self.seen = 0
         # the tests' event manager: ``MockEventManager`` (events.rs's test module: each publish or
@@ -257,7 +257,7 @@ class RegistryHarness(Harness):
         return fn
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("op_state_") and name[len("op_state_") :] in Registry.STATE_QUERIES:
+        if name.startswith("op_state_") and name[len("op_state_") :] in RegistryWorld.STATE_QUERIES:
             return self._state_query(name[len("op_state_") :])
         raise AttributeError(name)
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kvmodel.model.registry import BlockState, Registry
+from kvmodel.model.registry import BlockState, RegistryWorld
 from kvmodel.workloads import ApiOp
 
 STATES, HANDLES, HASHES = 3, 2, 2
 TOKENS = (0, 1, 2, 3)
 
 
-def _model(s: Any) -> Registry:
-    m: Registry = s.model
+def _model(s: Any) -> RegistryWorld:
+    m: RegistryWorld = s.model
     return m
 
 
@@ -98,7 +98,7 @@ def api_ops() -> tuple[ApiOp, ...]:
         ApiOp("pop_token", _on_state()),
         ApiOp("pop_tokens", _on_state(lambda _s, r: {"count": r.randint(0, 3)}), weight=2),
         ApiOp("commit", _on_state(), weight=3),
-        ApiOp("state_query", _on_state(lambda _s, r: {"query": r.choice(Registry.STATE_QUERIES)})),
+        ApiOp("state_query", _on_state(lambda _s, r: {"query": r.choice(RegistryWorld.STATE_QUERIES)})),
         ApiOp("create_publish_handle", _publish_handle),
         ApiOp("is_registered", _is_registered, weight=2),
         ApiOp("new_registry", _new_registry),
