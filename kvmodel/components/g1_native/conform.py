@@ -8,12 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 
-def mocker_available() -> str | None:
-    from kvmodel.conformance import mocker
-
-    return mocker.available()
-
-
 def mocker_run(
     *,
     workloads: int,
@@ -60,12 +54,6 @@ def mocker_describe(out: dict[str, Any]) -> list[str]:
     return lines
 
 
-def vllm_available() -> str | None:
-    from kvmodel.conformance import vllm_pool
-
-    return vllm_pool.real_available()
-
-
 def vllm_run(
     *,
     workloads: int,
@@ -106,29 +94,3 @@ def vllm_describe(out: dict[str, Any]) -> list[str]:
         )
         lines += [f"  {op} {json.dumps(args, sort_keys=True)}" for op, args in out["counterexample"]]
     return lines
-
-
-def engine_available() -> str | None:
-    from kvmodel.conformance import vllm_engine
-
-    return vllm_engine.real_available()
-
-
-def engine_run(
-    *,
-    workloads: int,
-    seed: int,
-    max_ops: int = 6,
-    revision: str | None = None,
-    progress: Callable[[int], None] | None = None,
-    path: str = "raw",
-) -> dict[str, Any]:
-    from kvmodel.conformance import vllm_engine
-
-    return vllm_engine.run(workloads=workloads, seed=seed, max_ops=max_ops, progress=progress, path=path)
-
-
-def engine_describe(out: dict[str, Any]) -> list[str]:
-    from kvmodel.conformance import vllm_engine
-
-    return vllm_engine.describe(out)

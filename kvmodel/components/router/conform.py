@@ -8,12 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 
-def available() -> str | None:
-    from kvmodel.conformance import radix
-
-    return radix.real_available()
-
-
 def run(
     *,
     workloads: int,
