@@ -7,7 +7,8 @@ the first time it is called, in call order. Its *visits* are the runs of consecu
 of one module; its *returns* are the visits to a module the route had already left (visits minus
 distinct modules). ``python tools/routes.py`` prints both routes of issue 62:
 
-* ``hypothesis``: ``HypothesisEngine.run`` on the KV manager's ideal case (5 examples);
+* ``hypothesis``: ``HypothesisEngine.run`` on the default component's (the KV manager's) ideal
+  case (5 examples);
 * ``check_implementation``: ``kvmodel.api.check_implementation`` of the model's own adapter
   (3 workloads).
 """
@@ -85,7 +86,7 @@ def main() -> int:
     from kvmodel.engines import Budget, Case
     from kvmodel.engines.hypothesis import HypothesisEngine
 
-    c = components.get("kv_manager")
+    c = components.default()  # the mocker's KV manager
     with tempfile.TemporaryDirectory() as out:
         budget = Budget(max_examples=5, steps=5, out_dir=Path(out))
         hyp = route(lambda: HypothesisEngine().run(c, Case(c.name, "ideal"), budget), c)
