@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 @attrs.frozen
 class Ref:
     """A ``"package.module:attr"`` reference (``"package.module"``: the module), imported on first
-    use; ``args`` go before the caller's when the target is called (one factory serving two
-    records, as the LRU evictors' do)."""
+    use and read from its module at each use; ``args`` go before the caller's when the target is
+    called (one factory serving two records, as the LRU evictors' do)."""
 
     path: str
     args: tuple[Any, ...] = ()
@@ -47,14 +47,12 @@ class Ref:
         return self.get()(*self.args, *args, **kw)
 
 
-@functools.cache
 def _target(path: str) -> Any:
+    """The module (imported once, as any import) and attribute ``path`` names, looked up at each
+    use, so that a part replaced on its module (a test's monkeypatch) is the one used."""
     module, _, attr = path.partition(":")
-    return (
-        functools.reduce(getattr, attr.split("."), importlib.import_module(module))
-        if attr
-        else importlib.import_module(module)
-    )
+    m = importlib.import_module(module)
+    return functools.reduce(getattr, attr.split("."), m) if attr else m
 
 
 def resolve(part: Any) -> Any:
