@@ -27,7 +27,6 @@ __all__ = [
     "Ref",
     "UnknownComponent",
     "World",
-    "canonical",
     "default",
     "get",
     "names",
@@ -118,12 +117,6 @@ def default() -> Component:
     """The component commands and API calls use when none is named: the first registered (the
     mocker's KV manager)."""
     return registered()[0]
-
-
-def canonical(name: str) -> str:
-    """The component's name for a name or an alias (unknown names are returned unchanged)."""
-    _load()
-    return _ALIASES.get(name, name)
 
 
 def get(name: str, has: Callable[[Component], object] | None = None, what: str = "component") -> Component:
