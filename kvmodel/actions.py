@@ -1,27 +1,27 @@
 """Typed actions: each operation of a component declared once, as one class (issue 22).
 
 An :class:`Action` subclass is a frozen ``attrs`` class whose fields are the operation's
-arguments. The class carries everything every engine needs to know about the operation:
+arguments. The class carries what every engine needs to know about the operation:
 
 * its name in the trace format (``op``) and its argument specification (``ARGS``, checked by
   :mod:`kvmodel.argspec` before anything changes): :meth:`Action.from_json` /
   :meth:`Action.to_json`, so traces keep their byte format;
 * what it does to the model (:meth:`Action.run`, the real call it stands for);
-* its instances in a bounded world (:meth:`Action.instances`) and when one is enabled there
-  (:meth:`Action.enabled`): the explorer's moves and the Hypothesis machine's rules;
 * optionally its Z3 effect (``PARAMS`` and :meth:`Action.effect`), from which
   :meth:`Actions.operations` builds the spec's operations under the same name.
 
-:class:`Actions` is a component's set of action classes: the operation names, the decoder, the
-bounded world's moves, the Z3 operations and a generated Hypothesis machine. A system built on
-it (:class:`ActionSystem`) dispatches on the action's class, with no chain of name tests; a
-space (:class:`ActionSpace`) enumerates the instances. Adding an operation to such a component
-is adding a model method, its action class and (if it has one) its invariant.
+:class:`Actions` is a component's set of action classes: the operation names, the decoder and
+the Z3 operations. A system built on it (:class:`ActionSystem`) dispatches on the action's
+class, with no chain of name tests. A bounded world (:class:`ActionMoves`) lists the instances
+its moves are and says, in one guard table, where each is enabled: the explorer and the
+Hypothesis machine (``machines.WorldMachine``) read the same table. Adding an operation to such
+a component is adding a model method, its action class and (if it has one) its invariant.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import abc
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 import attrs
@@ -44,11 +44,19 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
-class Action:
+class Action(abc.ABC):
     """One operation of a component, with its arguments (subclasses are frozen attrs classes)."""
 
     op: ClassVar[str]
     ARGS: ClassVar[A.Spec] = {}
+    # the adapter contract (docs/contracts.md, :mod:`kvmodel.contracts`): the shape of what
+    # ``returns`` holds (``contracts.conforms`` reads it; a test checks it on generated runs),
+    # what it means, and the contract's types of arguments the checkers in ``ARGS`` cannot name
+    # (an action that checks its arguments itself, with no ``ARGS``, names every one, ``?``
+    # marking an optional one)
+    RETURNS: ClassVar[str] = "null"
+    MEANS: ClassVar[str] = ""
+    TYPES: ClassVar[Mapping[str, str]] = {}
     # the Z3 parameters (name, sort) of the operation; see :meth:`effect`
     PARAMS: ClassVar[tuple[tuple[str, str], ...]] = ()
 
@@ -58,24 +66,27 @@ class Action:
         a = A.check(component, cls.op, args, cls.ARGS)
         return cls(**a)
 
+    @classmethod
+    def contract_args(cls) -> dict[str, str]:
+        """The arguments as the adapter contract lists them: name (``?`` marking an optional
+        one) -> type."""
+        out = {}
+        for k, (required, check) in cls.ARGS.items():
+            out[k if required else f"{k}?"] = cls.TYPES.get(k) or A.type_name(check)
+        return out or dict(cls.TYPES)
+
     def to_json(self) -> dict[str, Any]:
         """The trace-format arguments (the fields, in declaration order; an optional one left
         out, :data:`ABSENT`, is left out again)."""
         d = attrs.asdict(self, recurse=False)  # type: ignore[arg-type]
         return {k: v for k, v in d.items() if v is not ABSENT}
 
-    def run(self, model: Any) -> Any:
-        """Apply the operation to the model and return what the real call returns (or raise
-        the model's error)."""
-        raise NotImplementedError
-
-    @classmethod
-    def instances(cls, world: Mapping[str, Any]) -> list[Action]:
-        """The operation's instances in a bounded world (the world's parameters); by default
-        the one instance of an operation without arguments."""
-        if attrs.fields(cls):  # type: ignore[arg-type]
-            raise NotImplementedError(f"{cls.__name__} takes arguments: say which instances a world has")
-        return [cls()]
+    @abc.abstractmethod
+    def run(self, on: Any) -> Any:
+        """Apply the operation and return what the real call returns (or raise the model's
+        error). ``on`` is what the component's system hands its actions: the model
+        (:class:`ActionSystem`), or the system itself where an operation also keeps the
+        harness's bookkeeping (the G1 systems, the mocker's scheduler)."""
 
     def at(self, system: System) -> Action:
         """The action this move stands for in the system's current state: itself. (A move
@@ -84,21 +95,15 @@ class Action:
         moves, the Z3 agreement runs, resolve each move this way.)"""
         return self
 
-    def enabled(self, system: System) -> bool:
-        """Whether the bounded world allows this instance in the system's state (all do by
-        default; a guard bounds what would grow without bound)."""
-        return True
-
     @classmethod
     def params(cls, spec: Any) -> tuple[tuple[str, str], ...]:
         """The Z3 parameters in ``spec``'s world (``PARAMS`` unless the world changes them)."""
         return cls.PARAMS
 
-    @classmethod
-    def effect(cls, spec: Any, s: Any, p: Any) -> Any:
-        """The Z3 step ``(guard, updates)`` over state ``s`` and parameters ``p``; ``spec`` is
-        the component's spec object (its constants and quirks)."""
-        raise NotImplementedError(f"{cls.__name__} has no Z3 effect")
+    # the Z3 step, where the operation has one: a classmethod ``effect(spec, s, p)`` giving
+    # ``(guard, updates)`` over state ``s`` and parameters ``p`` (``spec`` is the component's
+    # spec object, its constants and quirks)
+    effect: ClassVar[Callable[..., Any] | None] = None
 
 
 class Move(Protocol):
@@ -128,50 +133,22 @@ class Actions:
             raise InvalidInput(f"unknown {self.component} operation {op!r:.60} (known: {list(self.by_op)})")
         return cls.from_json(self.component, args)
 
-    def moves(self, world: Mapping[str, Any]) -> list[Action]:
-        return [a for c in self.classes for a in c.instances(world)]
-
     def operations(self, spec: Any) -> tuple[Any, ...]:
         """The Z3 operations, one per action class with an effect, named after its operation."""
         from kvmodel.specs.engine import Operation
 
         out = []
         for c in self.classes:
-            if c.effect.__func__ is Action.effect.__func__:  # type: ignore[attr-defined]
+            if c.effect is None:
                 continue  # no Z3 effect declared (here or in a parent action class)
             out.append(Operation(c.op, c.params(spec), _bound(c, spec)))  # type: ignore[arg-type]
         return tuple(out)
 
-    def machine(self, name: str, world: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> type:
-        """A Hypothesis machine with one rule per action class: the rule draws one of the
-        class's instances in ``world`` and runs it if it is enabled."""
-        from hypothesis import strategies as st
-        from hypothesis.stateful import rule
-
-        from kvmodel.machines import Machine
-
-        body: dict[str, Any] = {
-            "component": self.component,
-            "config": dict(config or {}),
-            "quirks": frozenset(),
-            "__doc__": f"Generated from the actions of {self.component}: one rule per operation.",
-        }
-        for c in self.classes:
-            insts = c.instances(world)
-            if not insts:
-                continue
-
-            def step(self: Any, action: Action) -> None:
-                if action.enabled(self.system):
-                    self._run(action.op, action)
-
-            step.__name__ = c.op
-            body[c.op] = rule(action=st.sampled_from(insts))(step)
-        return type(name, (Machine,), body)
-
 
 def _bound(c: type[Action], spec: Any) -> Callable[[Any, Any], Any]:
-    return lambda s, p: c.effect(spec, s, p)
+    effect = c.effect
+    assert effect is not None
+    return lambda s, p: effect(spec, s, p)
 
 
 class ActionSystem(System):
@@ -235,42 +212,8 @@ class ActionMoves:
         return move.op, move, args
 
     def allows(self, s: System, move: Any) -> bool:
-        return bool(self.GUARDS[type(move)](self, s, move))
+        guard = self.GUARDS.get(type(move))
+        return guard is None or bool(guard(self, s, move))
 
     def move_kind(self, move: Any) -> str:
         return str(move.op)
-
-
-class ActionSpace:
-    """An explorer space whose moves are a component's action instances in a world."""
-
-    component: str
-    actions: Actions
-    world: Mapping[str, Any]
-
-    def __init__(self, component: str, actions: Actions, world: Mapping[str, Any], make: Callable[..., System]):
-        self.component, self.actions, self.world, self._make = component, actions, dict(world), make
-
-    def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
-        return self._make(config, list(quirks))
-
-    def moves(self) -> list[Any]:
-        return self.actions.moves(self.world)
-
-    def concrete(self, s: System, move: Any) -> tuple[str, Any, Any]:
-        return move.op, move, move.to_json()
-
-    def allows(self, s: System, move: Any) -> bool:
-        return bool(move.enabled(s))
-
-    def key(self, s: System, symmetry: bool) -> Any:
-        return s.key()
-
-    def orbit(self, key: Any) -> int:
-        return 1
-
-    def move_kind(self, move: Any) -> str:
-        return str(move.op)
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.world)

@@ -73,7 +73,40 @@ def optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
     def opt(v: Any, what: str) -> Any:
         return None if v is None else check(v, what)
 
+    opt.contract_type = f"{type_name(check)}|null"  # type: ignore[attr-defined]
     return opt
+
+
+# what the adapter contract (docs/contracts.md) calls each checker's values
+_TYPE_NAMES: dict[Callable[..., Any], str] = {
+    owner: "u63",
+    u32: "u32",
+    u64: "u64",
+    usize: "usize",
+    tokens: f"[u32] (at most {MAX_TOKENS})",
+    boolean: "boolean",
+    name: "name",
+    string: "string",
+}
+
+
+def typed(name: str) -> Callable[[Callable[[Any, str], Any]], Callable[[Any, str], Any]]:
+    """Name what a component's own checker admits, for the adapter contract."""
+
+    def mark(check: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+        check.contract_type = name  # type: ignore[attr-defined]
+        return check
+
+    return mark
+
+
+def type_name(check: Callable[[Any, str], Any]) -> str:
+    """The contract's name for what ``check`` admits (a component's own checker names it in its
+    ``contract_type`` attribute); ``ValueError`` for a checker that says nothing."""
+    t = _TYPE_NAMES.get(check) or getattr(check, "contract_type", None)
+    if t is None:
+        raise ValueError(f"the checker {getattr(check, '__name__', check)!r} has no contract type")
+    return str(t)
 
 
 Spec = Mapping[str, tuple[bool, Callable[[Any, str], Any]]]  # key -> (required, checker)

@@ -2,6 +2,11 @@
 report (:func:`error_catalogue`) and, per operation, arguments, return encoding and events
 (:func:`contract`, rendered into ``docs/contracts.md`` by ``tools/gen_contracts.py``).
 
+The operations' arguments and returns are the action classes' own declarations
+(:class:`kvmodel.actions.Action`: ``ARGS`` and ``TYPES``, ``RETURNS``, ``MEANS``), so what the
+contract promises is what the model decodes and answers; a component's ``contract`` module holds
+what is not one operation's: its events, the model modules it raises from, and notes.
+
 The rejections are found by reading the model's modules (``raise Error(...)``): a class with a
 fixed ``id`` contributes ``type name -> id``; a panic whose id is its message (``NativePanic``,
 ``KvbmPanic``) contributes ``message -> message`` for every message literal it is raised with.
@@ -69,7 +74,7 @@ def _raised(modname: str) -> tuple[tuple[str, str], ...]:
 def panic_types(component: str) -> dict[str, str]:
     """Panic message -> the panic type that raises it (``NativePanic``, ``KvbmPanic``, ...)."""
     out: dict[str, str] = {}
-    for mod in _record(component)[2]:
+    for mod in _record(component)[1]:
         out.update({k: t for k, i, t in _raised_typed(mod) if k == i and k != t})
     return out
 
@@ -82,25 +87,32 @@ def names() -> list[str]:
 
 
 def _record(component: str) -> tuple[Any, ...]:
-    """``(operations, events, model modules, returns shapes, notes)``; a record may stop after the
-    modules (no shapes, no notes)."""
+    """``(events, model modules, notes)`` of the component's ``contract`` module."""
     from kvmodel import components
     from kvmodel.components.base import resolve
 
     c = components.get(component)
-    rec = tuple(resolve(c.contract)) if c.contract is not None else ({}, "", ())
-    return rec + ({}, ())[len(rec) - 3 :]
+    return tuple(resolve(c.contract)) if c.contract is not None else ("", (), ())
+
+
+def _actions(component: str) -> tuple[Any, ...]:
+    """The component's action classes, in the order of its operations."""
+    from kvmodel import components
+
+    if components.get(component).contract is None:
+        return ()
+    return tuple(components.get(component).make_system({}, ()).ACTIONS.classes)  # type: ignore[attr-defined]
 
 
 def shapes(component: str) -> dict[str, str]:
     """Operation -> the shape of what ``returns`` holds (:func:`conforms` reads it)."""
-    return dict(_record(component)[3])
+    return {c.op: c.RETURNS for c in _actions(component)}
 
 
 def notes(component: str) -> tuple[str, ...]:
     """The component's contract notes: encodings, operation semantics, the world's preconditions,
     the state after a panic (markdown paragraphs)."""
-    return tuple(_record(component)[4])
+    return tuple(_record(component)[2])
 
 
 def preconditions(component: str) -> dict[str, str]:
@@ -216,12 +228,12 @@ def conforms(shape: str, value: Any) -> bool:
 
 def operations(component: str) -> dict[str, tuple[dict[str, str], str]]:
     """Operation -> (arguments: name -> type, ``?`` marking an optional one; what ``returns`` holds)."""
-    return dict(_record(component)[0])
+    return {c.op: (c.contract_args(), c.MEANS) for c in _actions(component)}
 
 
 def events(component: str) -> str:
     """The component's events and how they are compared."""
-    return str(_record(component)[1])
+    return str(_record(component)[0])
 
 
 def error_catalogue(component: str | None = None) -> dict[str, str]:
@@ -230,7 +242,7 @@ def error_catalogue(component: str | None = None) -> dict[str, str]:
     comps = names() if component is None else [component]
     out = {"InvalidInput": errors.InvalidInput.id}
     for c in comps:
-        for mod in _record(c)[2]:
+        for mod in _record(c)[1]:
             out.update(dict(_raised(mod)))
     return dict(sorted(out.items()))
 

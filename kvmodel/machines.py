@@ -20,9 +20,11 @@ from typing import Any, ClassVar
 
 import attrs
 from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.stateful import (
     RuleBasedStateMachine,
+    rule,
     run_state_machine_as_test,
 )
 
@@ -82,6 +84,54 @@ class Machine(RuleBasedStateMachine):
                     self.first_failure_at.append(time.perf_counter())
                 self.failures.append((list(self.log), v.invariant, v.message))
                 raise InvariantViolated(f"{v.invariant}: {v.message}")
+
+
+class WorldMachine(Machine):
+    """The machine of a world-based component (the G1 backends, the router, the toy): it draws a
+    world from ``worlds`` (a Hypothesis strategy of the component's explorer spaces, whose
+    prompts, tokens and bounds Hypothesis draws and shrinks), then makes enabled moves of that
+    world — the world's guard table (``space.allows``) is the one
+    notion of enabled, shared with the explorer: the simulation of Stateright's checker. The
+    rule picks uniformly among the enabled moves or, with ``by_kind``, a kind of move
+    (``space.move_kind``) first and then a move of that kind, so an operation with many
+    instances (the router's Stored of every block list) is tried as often as one with a single
+    instance, as Hypothesis weights rules.
+
+    :func:`world_machine` builds one for a component."""
+
+    worlds: ClassVar[Any]
+    by_kind: ClassVar[bool] = False
+    space: Any = None
+
+    # One rule, which draws the world on its first step. An ``initialize`` rule drawing it was
+    # measured: finding is as fast, but Hypothesis's shrink phase then runs 2 to 5 times as many
+    # examples (docs/performance.md, "The world machines").
+    @rule(pick=st.integers(0, 10_000), data=st.data())
+    def move(self, pick: int, data: Any) -> None:
+        if self.space is None:
+            self.space = data.draw(self.worlds, label="world")
+            self.moves = self.space.moves()
+        enabled = [m for m in self.moves if self.space.allows(self.system, m)]
+        if not enabled:
+            return
+        if self.by_kind:
+            kinds: dict[str, list[Any]] = {}
+            for m in enabled:
+                kinds.setdefault(self.space.move_kind(m), []).append(m)
+            groups = list(kinds.values())
+            enabled = groups[pick % len(groups)]
+            pick //= len(groups)
+        op, _, args = self.space.concrete(self.system, enabled[pick % len(enabled)])
+        self._run_json(op, args)
+
+
+def world_machine(
+    name: str, worlds: Any, config: dict[str, Any] | None = None, *, by_kind: bool = False
+) -> type[WorldMachine]:
+    """A :class:`WorldMachine` whose worlds are drawn from ``worlds`` and whose system has the
+    configuration ``config`` (what :func:`machine_for` puts a run's configuration on)."""
+    body = {"config": dict(config or {}), "quirks": frozenset(), "worlds": worlds, "by_kind": by_kind}
+    return type(name, (WorldMachine,), body)
 
 
 # ------------------------------------------------------------------------------ engine

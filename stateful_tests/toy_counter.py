@@ -8,10 +8,10 @@ catalogue entries, declared here) is all it takes for ``kvmodel check``, ``explo
 
 Its operations are typed actions (:mod:`kvmodel.actions`): each is declared once, as a class
 that says how it reads from and writes to a trace, what it does to the model and what it does in
-Z3; the system, the explorer's world, the spec and the Hypothesis machine are built from the
-list. :func:`component` builds the record from a model class, the action classes and the
-invariants, which is how ``test_structure.py`` shows that adding an operation touches those
-three and nothing else.
+Z3; the system, the explorer's world, the spec and the Hypothesis machine (the generic world
+machine over that world) are built from the list. :func:`component` builds the record from a
+model class, the action classes and the invariants, which is how ``test_structure.py`` shows
+that adding an operation touches those three and nothing else.
 
 The counter: ``inc`` adds one up to ``limit`` (then ``Full``), ``dec`` takes one down to 0
 (then ``Empty``). With the quirk ``dec_wraps`` a ``dec`` at 0 goes to -1, which breaks
@@ -20,15 +20,18 @@ The counter: ``inc`` adds one up to ``limit`` (then ``Full``), ``dec`` takes one
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
 import z3
+from hypothesis import strategies as st
 
-from kvmodel.actions import Action, Actions, ActionSpace, ActionSystem
+from kvmodel.actions import Action, ActionMoves, Actions, ActionSystem
 from kvmodel.components import EXPLORE, SPEC, CheckProfile, Component, Option, World
+from kvmodel.explorer import NoSymmetry
 from kvmodel.invariants import Invariant, StepContext, Witness
+from kvmodel.machines import world_machine
 from kvmodel.model.errors import ModelError
 from kvmodel.model.quirks import Quirk, resolve
 from kvmodel.specs.engine import Property, State, Step, TransitionSystem
@@ -86,10 +89,6 @@ class Dec(Action):
     def run(self, model: Counter) -> int:
         return model.dec()
 
-    def enabled(self, system: System) -> bool:
-        """Bounded below: with the quirk a ``dec`` at -1 would go on for ever."""
-        return bool(system.model.value >= 0)
-
     @classmethod
     def effect(cls, spec: Any, s: State, p: State) -> Any:
         wraps = "dec_wraps" in spec.quirks
@@ -134,6 +133,32 @@ class CounterSystem(ActionSystem):
 
     def key(self) -> Any:
         return self.model.value
+
+
+@attrs.frozen
+class CounterSpace(NoSymmetry, ActionMoves):
+    """The counter's bounded world: one move per action class (the toy's operations take no
+    arguments); a ``dec`` is enabled down to 0 (with the quirk a ``dec`` at -1 would go on for
+    ever)."""
+
+    component: str
+    actions: Actions
+    make: Callable[..., System]
+
+    def system(self, config: dict[str, Any], quirks: Iterable[str]) -> System:
+        return self.make(config, list(quirks))
+
+    def moves(self) -> list[Any]:
+        return [c() for c in self.actions.classes]
+
+    def to_json(self) -> dict[str, Any]:
+        return {}
+
+    def _bounded_below(self, s: System, a: Action) -> bool:
+        return bool(s.model.value >= 0)
+
+
+CounterSpace.GUARDS = {Dec: CounterSpace._bounded_below}
 
 
 class CounterSpec:
@@ -194,8 +219,8 @@ def component(
     def make(config: dict[str, Any] | None, quirks: Iterable[str] | None) -> System:
         return CounterSystem(config, quirks, name=name, model=model, actions=acts)
 
-    def space(**world: Any) -> ActionSpace:
-        return ActionSpace(name, acts, world, make)
+    def space(**world: Any) -> CounterSpace:
+        return CounterSpace(name, acts, make)
 
     witnesses = (Witness("toy.w.full", name, "The counter reaches its limit.", lambda c: c.result == c.model.limit),)
     return Component(
@@ -213,7 +238,7 @@ def component(
         universe=lambda world: {"limit": world.config.get("limit", 2)},
         profile=CheckProfile(explore=World({"limit": 2}, {}), bmc_depth=4),
         api_world={},
-        machine=acts.machine(f"{name}_machine", {}, {"limit": 2}),
+        machine=world_machine(f"{name}_machine", st.just(space()), {"limit": 2}, by_kind=True),
         invariants=(invariants(name) + extra_invariants, witnesses),
         quirks=(Quirk("dec_wraps", name, "toy", "dec at zero goes to -1", ("toy.nonnegative",)),),
     )

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Self
 
 import attrs
+from hypothesis import strategies as st
 
 from kvmodel import argspec as A
 from kvmodel.actions import Action, ActionMoves, Actions
@@ -76,16 +77,87 @@ def renamed_blocks(blocks: Iterable[Any], uuid: Callable[[str], str]) -> tuple[s
     return tuple(_block_text(b, uuid) for b in blocks)
 
 
+TOKENS = st.integers(1, 9)
+
+
+@st.composite
+def drawn_prompts(draw: Any, table: tuple[tuple[int, ...], ...], most: int) -> tuple[tuple[int, ...], ...]:
+    """Up to ``most`` prompts Hypothesis draws beside a world's literal ``table`` (the machines'
+    worlds; the explorer keeps its literal tables alone): each a prefix of one of the table's
+    prompts cut anywhere (on a block boundary or inside a block: whole blocks shared, a block's
+    first tokens shared, or nothing) with a drawn tail of up to four tokens. Hypothesis shrinks
+    them away, to the literal world."""
+    out = []
+    for _ in range(draw(st.integers(0, most))):
+        base = draw(st.sampled_from(table))
+        cut = draw(st.integers(0, len(base)))
+        tail = draw(st.lists(TOKENS, max_size=4))
+        out.append(tuple(base[:cut]) + tuple(tail) or base)
+    return tuple(out)
+
+
+def prompt_table(v: Any) -> tuple[tuple[int, ...], ...]:
+    """A table of prompts as a world holds it (tuples; JSON gives lists)."""
+    return tuple(tuple(int(t) for t in p) for p in v)
+
+
 class G1Action(Action, abc.ABC):
     """One request-level operation of a G1 system: it runs on the system (the manager and the
-    request bookkeeping beside it, as the mocker's scheduler keeps it), not on the bare manager.
-    ``owner``, where the operation has one, is the request it operates on."""
+    request bookkeeping beside it, as the mocker's scheduler keeps it), not on the bare manager
+    (after a model error the system restores the request bookkeeping). ``owner``, where the
+    operation has one, is the request it operates on."""
 
-    @abc.abstractmethod
-    def perform(self, system: Any) -> Any:
-        """Run the operation on ``system``; return what the harness's call returns (or raise
-        the model's error, after which the system restores the request bookkeeping)."""
-        ...
+
+@attrs.frozen
+class Push(G1Action):
+    """A decoded token: the sequence's Promote of a completed tail and Use of a new partial, each
+    through ``process_for_request`` (only a request that decodes: the backend's ``_push``)."""
+
+    op = "push"
+    RETURNS = '[Ready(n) | "CapacityExhausted"]'
+    MEANS = "the signals' results, one per signal the token caused (list)"
+    ARGS: ClassVar[A.Spec] = {"owner": (A.REQUIRED, A.owner), "token": (A.REQUIRED, A.u32)}
+    owner: int
+    token: int
+
+    def run(self, system: Any) -> Any:
+        return system._push(self.owner, self.token)
+
+
+@attrs.frozen
+class ReserveDecode(G1Action):
+    """``reserve_decode_blocks(count)``: ``Ready`` (the reservation kept) or ``CapacityExhausted``."""
+
+    op = "reserve_decode"
+    RETURNS = '"Ready" | "CapacityExhausted"'
+    MEANS = "`Ready`, or `CapacityExhausted`"
+    ARGS: ClassVar[A.Spec] = {"count": (A.REQUIRED, A.usize)}
+    count: int
+
+    def run(self, system: Any) -> Any:
+        return system._reserve_decode(self.count)
+
+
+@attrs.frozen
+class ActivateDestination(G1Action):
+    """The transfer landed (``G1Manager::activate_destination``): the request's prompt is
+    computed and it runs on what the reservation held (the backend's ``_activated``)."""
+
+    op = "activate_destination"
+    RETURNS = "null"
+    MEANS = "`null`; the transfer landed: the request runs"
+    ARGS: ClassVar[A.Spec] = {"owner": (A.REQUIRED, A.owner)}
+    owner: int
+
+    def run(self, system: Any) -> None:
+        o = self.owner
+        r = system._destination(o)
+        held = system._held_by(r)
+        system.model.activate_destination(r)
+        s = system.seqs[o]
+        s.commit_allocation(s.num_input_tokens)
+        system._activated(o, held)
+        del system.dest[o]
 
 
 @attrs.frozen
@@ -93,8 +165,10 @@ class ReleaseDecode(G1Action):
     """Release the oldest outstanding decode reservation (``G1Manager::release_decode_reservation``)."""
 
     op = "release_decode"
+    RETURNS = "null"
+    MEANS = "`null`; the oldest outstanding decode reservation goes back"
 
-    def perform(self, system: Any) -> None:
+    def run(self, system: Any) -> None:
         if not system.decodes:
             raise InvalidInput("no decode reservation outstanding")
         system.model.release_decode_reservation(system.decodes[0])
@@ -107,10 +181,12 @@ class Free(G1Action):
     system's ``_deref``)."""
 
     op = "free"
+    RETURNS = "Ready(n)"
+    MEANS = "the terminal Deref's result (`Ready(n)`)"
     ARGS: ClassVar[A.Spec] = {"owner": (A.REQUIRED, A.owner)}
     owner: int
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         return system._deref(self.owner, False)
 
 
@@ -120,10 +196,12 @@ class CancelDestination(G1Action):
     (``G1Manager::cancel_destination``) and the request leaves."""
 
     op = "cancel_destination"
+    RETURNS = "null"
+    MEANS = "`null`; the reservation goes back"
     ARGS: ClassVar[A.Spec] = {"owner": (A.REQUIRED, A.owner)}
     owner: int
 
-    def perform(self, system: Any) -> None:
+    def run(self, system: Any) -> None:
         o = self.owner
         system.model.cancel_destination(system._destination(o))
         system._forget(o)
@@ -135,8 +213,10 @@ class Counts(G1Action):
     """The manager's three counts: active blocks, inactive blocks, active block references."""
 
     op = "counts"
+    RETURNS = "{num_active_blocks: usize, num_inactive_blocks: usize, num_active_block_refs: usize}"
+    MEANS = "`{num_active_blocks, num_inactive_blocks, num_active_block_refs}`"
 
-    def perform(self, system: Any) -> dict[str, int]:
+    def run(self, system: Any) -> dict[str, int]:
         g = system.model
         return {
             "num_active_blocks": g.num_active_blocks(),
@@ -415,6 +495,19 @@ class G1RequestSystem(System):
         self.decodes.append(r)
         return Ready()
 
+    @abc.abstractmethod
+    def _push(self, o: int, token: int) -> Any:
+        """A decoded token of request ``o``: its signals through the manager, their results."""
+
+    def _held_by(self, reservation: Any) -> Any:
+        """What a destination reservation holds that its request will hold once it lands, read
+        before the activation (none by default)."""
+        return None
+
+    @abc.abstractmethod
+    def _activated(self, o: int, held: Any) -> None:
+        """Request ``o``'s destination landed; ``held`` is :meth:`_held_by`'s reading."""
+
     def _destination(self, owner: Any) -> Any:
         r = self.dest.get(owner)
         if r is None:
@@ -446,7 +539,7 @@ class G1RequestSystem(System):
         saved = (seqs, list(self.decodes), dict(self.dest), self._bookkeeping())
         grows = self._grows()
         try:
-            out.result = action.perform(self)  # type: ignore[union-attr]
+            out.result = action.run(self)
         except ModelError as e:
             out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
             # the manager keeps what it did before the panic; the request bookkeeping (the

@@ -51,7 +51,7 @@ COMPONENT = Component(
     system=f"{_HERE}.system:G1KvbmSystem",
     space=f"{_HERE}.space:KvbmSpace",
     options=OPTIONS,
-    machine=f"{_HERE}.machine:KvbmMachine",
+    machine=f"{_HERE}.space:KvbmMachine",
     spec="kvmodel.specs.kvbm:make_spec",
     universe=_universe,
     # the spec's world reaches every quirk but §6 #24

@@ -18,7 +18,16 @@ from kvmodel import argspec as A
 from kvmodel.actions import ABSENT, Actions
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.components.g1_requests import CancelDestination, Counts, Free, G1Action, ReleaseDecode
+from kvmodel.components.g1_requests import (
+    ActivateDestination,
+    CancelDestination,
+    Counts,
+    Free,
+    G1Action,
+    Push,
+    ReleaseDecode,
+    ReserveDecode,
+)
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -35,12 +44,17 @@ class NewRequest(G1Action):
     """A request arrives: its sequence over ``tokens`` (``caching`` false: random hashes)."""
 
     op = "new_request"
+    RETURNS = "null"
+    MEANS = (
+        "`null`; `caching` false gives random hashes, fresh for every sequence (compared up to "
+        "a consistent renaming: a port draws its own)"
+    )
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)}
     owner: int
     tokens: list[int]
     caching: Any = ABSENT
 
-    def perform(self, system: Any) -> None:
+    def run(self, system: Any) -> None:
         o = self.owner
         system.seqs[o] = system._new_seq(o, self.tokens, _caching(self.caching))
         system.holdings[o] = []
@@ -51,10 +65,12 @@ class Allocate(G1Action):
     """The request's creation signal; on ``Ready`` the request holds the signal's blocks."""
 
     op = "allocate"
+    RETURNS = 'Ready(n) | "CapacityExhausted"'
+    MEANS = "`Ready(n)` (n: blocks newly taken from the pool; 0 when every block was found) or `CapacityExhausted`"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
     owner: int
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         o = self.owner
         s = system._seq(o)
         if system.holdings.get(o) or o in system.dest:
@@ -70,28 +86,17 @@ class Allocate(G1Action):
 
 
 @attrs.frozen
-class Push(G1Action):
-    """A decoded token: the Promote of a completed tail and the Use of a new partial."""
-
-    op = "push"
-    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "token": (R, A.u32)}
-    owner: int
-    token: int
-
-    def perform(self, system: Any) -> Any:
-        return system._push(self.owner, self.token, False)
-
-
-@attrs.frozen
 class DecodePush(G1Action):
     """The same through the outstanding decode reservation (``process_decode_signal_for_request``)."""
 
     op = "decode_push"
+    RETURNS = '[Ready(n) | "CapacityExhausted"]'
+    MEANS = "as `push`, through the outstanding decode reservation"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "token": (R, A.u32)}
     owner: int
     token: int
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         return system._push(self.owner, self.token, True)
 
 
@@ -100,10 +105,12 @@ class Resend(G1Action):
     """The request's held blocks named again in one Use: a second logical holder of its table."""
 
     op = "resend"
+    RETURNS = 'Ready(n) | "CapacityExhausted"'
+    MEANS = "the Use's result: the request's held blocks named again"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
     owner: int
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         o = self.owner
         s = system._seq(o)
         held = system.holdings.get(o) or []
@@ -117,31 +124,22 @@ class Resend(G1Action):
 
 
 @attrs.frozen
-class ReserveDecode(G1Action):
-    """``reserve_decode_blocks(count)``, one reservation outstanding at a time."""
-
-    op = "reserve_decode"
-    ARGS: ClassVar[A.Spec] = {"count": (R, A.usize)}
-    count: int
-
-    def perform(self, system: Any) -> Any:
-        if system.decodes:
-            raise InvalidInput("a decode reservation is outstanding")
-        return system._reserve_decode(self.count)
-
-
-@attrs.frozen
 class ReserveDestination(G1Action):
     """A destination reservation for a transferred request's prompt (``reserve_destination_at``):
     the transferable prompt tokens and the pinned blocks, or ``CapacityExhausted``."""
 
     op = "reserve_destination"
+    RETURNS = '{transferable_prompt_tokens: usize, pinned: usize} | "CapacityExhausted"'
+    MEANS = (
+        "`{transferable_prompt_tokens, pinned}` (`pinned`: the cached prefix blocks the "
+        "reservation holds), or `CapacityExhausted`"
+    )
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "tokens": (R, A.tokens), "caching": (O, A.boolean)}
     owner: int
     tokens: list[int]
     caching: Any = ABSENT
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         g = system.model
         o = self.owner
         s = system._new_seq(o, self.tokens, _caching(self.caching))
@@ -150,25 +148,6 @@ class ReserveDestination(G1Action):
             return r
         system.seqs[o], system.dest[o], system.holdings[o] = s, r, []
         return {"transferable_prompt_tokens": r.transferable_prompt_tokens(g.block_size), "pinned": len(r.pinned)}
-
-
-@attrs.frozen
-class ActivateDestination(G1Action):
-    """The transfer landed: the request holds the reservation's layout."""
-
-    op = "activate_destination"
-    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
-    owner: int
-
-    def perform(self, system: Any) -> None:
-        o = self.owner
-        r = system._destination(o)
-        lay = r.layout
-        system.model.activate_destination(r)
-        s = system.seqs[o]
-        s.commit_allocation(s.num_input_tokens)
-        system.holdings[o] = [] if lay is None else list(lay.blocks)
-        del system.dest[o]
 
 
 KINDS = ("dup_partial", "hash_two_plhs", "plh_alias", "dup_full")
@@ -188,10 +167,13 @@ class BadUse(G1Action):
     caller, one reference per entry; each ``bad_deref`` releases one."""
 
     op = "bad_use"
+    RETURNS = 'Ready(n) | "CapacityExhausted"'
+    MEANS = "a malformed Use's result (a panic; `plh_alias`, `dup_full`: the Use's result)"
+    TYPES: ClassVar[dict[str, str]] = {"kind": "dup_partial|hash_two_plhs|plh_alias|dup_full"}
     ARGS: ClassVar[A.Spec] = {"kind": (R, A.string)}
     kind: str
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         from kvmodel.model.blocks import FullBlock, PartialBlock
         from kvmodel.model.g1.sequence import G1Use
 
@@ -226,10 +208,12 @@ class BadDeref(G1Action):
     """The request's Deref with an unknown block at the end (the request leaves)."""
 
     op = "bad_deref"
+    RETURNS = "Ready(n)"
+    MEANS = "the request's Deref with an unknown block at the end (a panic)"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
     owner: int
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         return system._deref(self.owner, True)
 
 

@@ -2,55 +2,13 @@
 
 from __future__ import annotations
 
-from kvmodel.components.g1_native.contract import ACQUIRE, ENCODING
-from kvmodel.components.g1_native.contract import OPERATIONS as NATIVE
-from kvmodel.components.g1_native.contract import RETURNS as NATIVE_RETURNS
-
-# the facade's operations both backends share (as the native backend's contract has them), then
-# the KVBM system's own and those whose arguments differ
-_SHARED = ("push", "free", "reserve_decode", "release_decode", "activate_destination", "cancel_destination", "counts")
-
-# operation -> (arguments: name -> type, '?' marking an optional one; what `returns` holds)
-OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
-    **{op: NATIVE[op] for op in _SHARED},
-    "new_request": (
-        {"owner": "u63", "tokens": "[u32] (at most 4096)", "caching?": "boolean"},
-        "`null`; `caching` false gives random hashes, fresh for every sequence (compared up to a "
-        "consistent renaming: a port draws its own)",
-    ),
-    "reserve_destination": (
-        {"owner": "u63", "tokens": "[u32]", "caching?": "boolean"},
-        "`{transferable_prompt_tokens, pinned}` (`pinned`: the cached prefix blocks the reservation "
-        "holds), or `CapacityExhausted`",
-    ),
-    "allocate": (
-        {"owner": "u63"},
-        "`Ready(n)` (n: blocks newly taken from the pool; 0 when every block was found) or `CapacityExhausted`",
-    ),
-    "decode_push": ({"owner": "u63", "token": "u32"}, "as `push`, through the outstanding decode reservation"),
-    "resend": ({"owner": "u63"}, "the Use's result: the request's held blocks named again"),
-    "bad_use": (
-        {"kind": "dup_partial|hash_two_plhs|plh_alias|dup_full"},
-        "a malformed Use's result (a panic; `plh_alias`, `dup_full`: the Use's result)",
-    ),
-    "bad_deref": ({"owner": "u63"}, "the request's Deref with an unknown block at the end (a panic)"),
-}
+from kvmodel.components.g1_native.contract import ENCODING
 
 EVENTS = "as g1_native; compared exactly"
 
 # the model modules (kvmodel.model.*) whose raises the operations reach
 MODULES = ("g1.g1_manager", "g1.kvbm_backend", "g1.kvbm_logical", "g1.sequence", "blocks")
 
-RETURNS: dict[str, str] = {
-    **{op: NATIVE_RETURNS[op] for op in _SHARED},
-    "new_request": "null",
-    "reserve_destination": '{transferable_prompt_tokens: usize, pinned: usize} | "CapacityExhausted"',
-    "allocate": ACQUIRE,
-    "decode_push": f"[{ACQUIRE}]",
-    "resend": ACQUIRE,
-    "bad_use": ACQUIRE,
-    "bad_deref": "Ready(n)",
-}
 
 NOTES: tuple[str, ...] = (
     ENCODING,
@@ -87,4 +45,4 @@ NOTES: tuple[str, ...] = (
     "one of its references and answers `Ready(1)` instead of panicking.",
 )
 
-CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, NOTES)
+CONTRACT = (EVENTS, MODULES, NOTES)

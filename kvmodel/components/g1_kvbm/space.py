@@ -6,21 +6,31 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from hypothesis import strategies as st
 
 from kvmodel.components.g1_kvbm.actions import (
-    ActivateDestination,
     Allocate,
     BadDeref,
     BadUse,
     DecodePush,
     NewRequest,
-    Push,
     Resend,
-    ReserveDecode,
     ReserveDestination,
 )
-from kvmodel.components.g1_requests import CancelDestination, Free, G1Moves, ReleaseDecode
+from kvmodel.components.g1_requests import (
+    TOKENS,
+    ActivateDestination,
+    CancelDestination,
+    Free,
+    G1Moves,
+    Push,
+    ReleaseDecode,
+    ReserveDecode,
+    drawn_prompts,
+    prompt_table,
+)
 from kvmodel.explorer import NoSymmetry, owner_canonical
+from kvmodel.machines import world_machine
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
 
@@ -43,6 +53,11 @@ KVBM_PROMPTS: tuple[tuple[tuple[int, ...], bool], ...] = (
 )
 
 
+def _caching_table(v: Any) -> tuple[tuple[tuple[int, ...], bool], ...]:
+    """A table of (prompt, prefix caching) as a world holds it (tuples; JSON gives lists)."""
+    return tuple((prompt_table([p])[0], bool(c)) for p, c in v)
+
+
 @attrs.frozen
 class KvbmSpace(G1Moves, NoSymmetry):
     """Bounded G1 world with the KVBM backend (capacity 3, block size 2, PLH fragments modulo
@@ -62,21 +77,32 @@ class KvbmSpace(G1Moves, NoSymmetry):
     decode: int = 0
     bad: bool = True
     drivers: bool = False
+    texts: tuple[tuple[tuple[int, ...], bool], ...] = attrs.field(default=KVBM_PROMPTS, converter=_caching_table)
+    token: int = 6
 
     def __attrs_post_init__(self) -> None:
-        require_naturals(self, ("owners", "prompts", "pushes", "decode"))
-        if self.prompts > len(KVBM_PROMPTS):
-            raise InvalidInput(f"at most {len(KVBM_PROMPTS)} prompts")
+        require_naturals(self, ("owners", "prompts", "pushes", "decode", "token"))
+        if self.prompts > len(self.texts):
+            raise InvalidInput(f"at most {len(self.texts)} prompts")
 
-    def to_json(self) -> dict[str, int]:
-        return {k: int(v) for k, v in attrs.asdict(self).items()}
+    def to_json(self) -> dict[str, Any]:
+        """The world's parameters (the prompts and the pushed token only where not the default
+        ones, so a manifest's world stays as it was written)."""
+        out: dict[str, Any] = {
+            k: int(getattr(self, k)) for k in ("owners", "prompts", "pushes", "decode", "bad", "drivers")
+        }
+        if self.texts != KVBM_PROMPTS:
+            out["texts"] = [[list(p), c] for p, c in self.texts]
+        if self.token != 6:
+            out["token"] = self.token
+        return out
 
     def symmetric(self, s: Any) -> bool:
         """Whether requests are interchangeable in this world: where every prompt caches. A
         caching-disabled sequence draws random sequence hashes and whole random PLHs seeded by
         its request's name and generation (``model/g1/sequence.py``), so renaming its request
         maps its blocks onto none of another request's: no symmetry."""
-        return all(c for _, c in KVBM_PROMPTS[: self.prompts])
+        return all(c for _, c in self.texts[: self.prompts])
 
     def key(self, s: System, symmetry: bool) -> Any:
         """With symmetry in a world where requests are interchangeable (:meth:`symmetric`): the
@@ -89,7 +115,7 @@ class KvbmSpace(G1Moves, NoSymmetry):
 
     def _uncached(self) -> bool:
         """Whether the world holds the caching-disabled prompt (the third)."""
-        return any(not c for _, c in KVBM_PROMPTS[: self.prompts])
+        return any(not c for _, c in self.texts[: self.prompts])
 
     def cannot_break(self) -> frozenset[str]:
         """Invariants no run of this world breaks, whatever its quirks (``kvmodel explore`` does
@@ -110,14 +136,15 @@ class KvbmSpace(G1Moves, NoSymmetry):
     def moves(self) -> list[Any]:
         """The world's action instances, in the order the search tries them."""
         os_, ps = range(self.owners), range(self.prompts)
-        out: list[Any] = [NewRequest(o, list(KVBM_PROMPTS[p][0]), KVBM_PROMPTS[p][1]) for o in os_ for p in ps]
+        texts = self.texts
+        out: list[Any] = [NewRequest(o, list(texts[p][0]), texts[p][1]) for o in os_ for p in ps]
         out += [Allocate(o) for o in os_]
-        out += [Push(o, 6) for o in os_]
+        out += [Push(o, self.token) for o in os_]
         out += [c(o) for c in (Resend, Free) for o in os_]
         if self.decode:
             out += [ReserveDecode(self.decode), ReleaseDecode()]
-            out += [DecodePush(o, 6) for o in os_]
-        out += [ReserveDestination(o, list(KVBM_PROMPTS[p][0]), KVBM_PROMPTS[p][1]) for o in os_ for p in ps]
+            out += [DecodePush(o, self.token) for o in os_]
+        out += [ReserveDestination(o, list(texts[p][0]), texts[p][1]) for o in os_ for p in ps]
         out += [c(o) for c in (ActivateDestination, CancelDestination) for o in os_]
         if self.bad:
             out += [BadUse("dup_partial"), BadUse("hash_two_plhs")]
@@ -133,10 +160,10 @@ class KvbmSpace(G1Moves, NoSymmetry):
         (semantics §6 #7) and of evictions choosing between chains."""
         if not self.drivers:
             return {}
-        ps = [p for p in range(self.prompts) if KVBM_PROMPTS[p][1]]
+        ps = [p for p in range(self.prompts) if self.texts[p][1]]
         return {
             "cached": [
-                (NewRequest(o, list(KVBM_PROMPTS[p][0]), True), Allocate(o), Free(o))
+                (NewRequest(o, list(self.texts[p][0]), True), Allocate(o), Free(o))
                 for o in range(self.owners)
                 for p in ps
             ]
@@ -204,3 +231,19 @@ KvbmSpace.GUARDS = {
     ActivateDestination: KvbmSpace._transferring,
     CancelDestination: KvbmSpace._transferring,
 }
+
+
+@st.composite
+def _worlds(draw: Any) -> KvbmSpace:
+    literal = KVBM_PROMPTS[:5]
+    extra = draw(drawn_prompts(tuple(p for p, _ in literal), 2))
+    texts = literal + tuple((p, draw(st.sampled_from((True, False)))) for p in extra)
+    return KvbmSpace(3, len(texts), 2, 2, texts=texts, token=draw(st.just(6) | TOKENS))
+
+
+# the Hypothesis machine's worlds: three requests over the first five prompts and up to two drawn
+# ones sharing their prefixes (with or without prefix caching), growing by two tokens (each 6 or
+# a drawn one), decode reservations of two slots, the malformed inputs; PLH fragments reduced
+# modulo 2, as the explorer's; it shrinks to the explorer's world widened
+WORLDS = _worlds()
+KvbmMachine = world_machine("KvbmMachine", WORLDS, {"max_capacity": 3, "plh_fragments": 2})

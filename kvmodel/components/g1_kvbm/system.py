@@ -121,7 +121,21 @@ class G1KvbmSystem(G1RequestSystem):
             s.caching,
         )
 
-    def _push(self, o: int, token: int, decode: bool) -> list[str]:
+    def _reserve_decode(self, count: int) -> Any:
+        """One reservation outstanding at a time."""
+        if self.decodes:
+            raise InvalidInput("a decode reservation is outstanding")
+        return super()._reserve_decode(count)
+
+    def _held_by(self, reservation: Any) -> list[Any]:
+        """The reservation's layout: the blocks the request holds once it lands."""
+        lay = reservation.layout
+        return [] if lay is None else list(lay.blocks)
+
+    def _activated(self, o: int, held: Any) -> None:
+        self.holdings[o] = held
+
+    def _push(self, o: int, token: int, decode: bool = False) -> list[str]:
         from kvmodel.model.blocks import FullBlock
         from kvmodel.model.g1.sequence import G1Promote, G1Use
 

@@ -83,7 +83,7 @@ COMPONENT = Component(
     system=f"{_HERE}.system:G1System",
     space=f"{_HERE}.space:G1Space",
     options=OPTIONS,
-    machine=f"{_HERE}.machine:G1Machine",
+    machine=f"{_HERE}.space:G1Machine",
     spec="kvmodel.specs.g1:make_spec",
     universe=_universe,
     profile=CheckProfile(explore=World({}, CHECK_SPACE), bmc_depth=6),

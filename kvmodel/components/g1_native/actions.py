@@ -18,7 +18,16 @@ from kvmodel import argspec as A
 from kvmodel.actions import ABSENT, Actions
 from kvmodel.argspec import OPTIONAL as O
 from kvmodel.argspec import REQUIRED as R
-from kvmodel.components.g1_requests import CancelDestination, Counts, Free, G1Action, ReleaseDecode
+from kvmodel.components.g1_requests import (
+    ActivateDestination,
+    CancelDestination,
+    Counts,
+    Free,
+    G1Action,
+    Push,
+    ReleaseDecode,
+    ReserveDecode,
+)
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import CapacityExhausted, Ready
 
@@ -30,11 +39,13 @@ class NewRequest(G1Action):
     """A request arrives: its sequence over ``tokens``, no signal yet (an id in use is refused)."""
 
     op = "new_request"
+    RETURNS = "null"
+    MEANS = "`null`; the request's sequence (no signal yet)"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "tokens": (R, A.tokens)}
     owner: int
     tokens: list[int]
 
-    def perform(self, system: Any) -> None:
+    def run(self, system: Any) -> None:
         o = self.owner
         if o in system.seqs:
             raise InvalidInput(f"request {o} exists")
@@ -48,11 +59,16 @@ class Allocate(G1Action):
     authorised, capped as the scheduler caps its hit, at ``(n-1)//block_size`` blocks."""
 
     op = "allocate"
+    RETURNS = 'Ready(n) | "CapacityExhausted"'
+    MEANS = (
+        "`Ready(n)` (n blocks newly allocated) or `CapacityExhausted`; `reuse` authorises the "
+        "cached prefix, at most `(len-1)//block_size` blocks"
+    )
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "reuse": (O, A.boolean)}
     owner: int
     reuse: Any = ABSENT
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         g = system.model
         bs = g.block_size
         o = self.owner
@@ -76,35 +92,16 @@ class Allocate(G1Action):
 
 
 @attrs.frozen
-class Push(G1Action):
-    """A decoded token: the sequence's Promote of a completed tail and Use of a new partial,
-    each through ``process_for_request`` (only an allocated request decodes)."""
-
-    op = "push"
-    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "token": (R, A.u32)}
-    owner: int
-    token: int
-
-    def perform(self, system: Any) -> Any:
-        g = system.model
-        o = self.owner
-        s = system._live(o)
-        if o not in g.native.tables:
-            # out of protocol: the scheduler decodes only admitted (allocated) requests
-            raise InvalidInput(f"request {o} is not allocated, so it does not decode")
-        sigs = s.push(self.token) or []
-        return [g.process_for_request(o, x, 0) for x in sigs]
-
-
-@attrs.frozen
 class Finalize(G1Action):
     """Everything the request has is computed: ``finalize_computed_prefix(computed, len)``."""
 
     op = "finalize"
+    RETURNS = "null"
+    MEANS = "`null`; everything pushed is computed (Stored per newly visible run)"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
     owner: int
 
-    def perform(self, system: Any) -> None:
+    def run(self, system: Any) -> None:
         o = self.owner
         s = system._live(o)
         before, after = system.computed.get(o, 0), len(s)
@@ -117,23 +114,13 @@ class DerefInOrder(G1Action):
     """The same Deref naming the request's blocks in table order (the request leaves)."""
 
     op = "deref_in_order"
+    RETURNS = "Ready(n)"
+    MEANS = "the Deref's result, blocks named in table order"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
     owner: int
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         return system._deref(self.owner, True)
-
-
-@attrs.frozen
-class ReserveDecode(G1Action):
-    """``reserve_decode_blocks(count)``: ``Ready`` (the reservation kept) or ``CapacityExhausted``."""
-
-    op = "reserve_decode"
-    ARGS: ClassVar[A.Spec] = {"count": (R, A.usize)}
-    count: int
-
-    def perform(self, system: Any) -> Any:
-        return system._reserve_decode(self.count)
 
 
 @attrs.frozen
@@ -142,11 +129,13 @@ class ReserveDestination(G1Action):
     the transferable and uncached prompt tokens, or ``CapacityExhausted``."""
 
     op = "reserve_destination"
+    RETURNS = '{transferable_prompt_tokens: usize, uncached_prompt_tokens: usize} | "CapacityExhausted"'
+    MEANS = "`{transferable_prompt_tokens, uncached_prompt_tokens}`, or `CapacityExhausted`"
     ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner), "tokens": (R, A.tokens)}
     owner: int
     tokens: list[int]
 
-    def perform(self, system: Any) -> Any:
+    def run(self, system: Any) -> Any:
         g = system.model
         bs = g.block_size
         o = self.owner
@@ -162,24 +151,6 @@ class ReserveDestination(G1Action):
             "transferable_prompt_tokens": r.transferable_prompt_tokens(bs),
             "uncached_prompt_tokens": max(0, s.num_input_tokens - cached),
         }
-
-
-@attrs.frozen
-class ActivateDestination(G1Action):
-    """The transfer landed: the reservation becomes the request's table, its prompt computed."""
-
-    op = "activate_destination"
-    ARGS: ClassVar[A.Spec] = {"owner": (R, A.owner)}
-    owner: int
-
-    def perform(self, system: Any) -> None:
-        o = self.owner
-        r = system._destination(o)
-        system.model.activate_destination(r)
-        s = system.seqs[o]
-        s.commit_allocation(s.num_input_tokens)
-        system.computed[o] = s.num_input_tokens
-        del system.dest[o]
 
 
 ACTIONS = Actions(

@@ -6,19 +6,29 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from hypothesis import strategies as st
 
 from kvmodel.components.g1_native.actions import (
-    ActivateDestination,
     Allocate,
     DerefInOrder,
     Finalize,
     NewRequest,
-    Push,
-    ReserveDecode,
     ReserveDestination,
 )
-from kvmodel.components.g1_requests import CancelDestination, Free, G1Moves, ReleaseDecode
+from kvmodel.components.g1_requests import (
+    TOKENS,
+    ActivateDestination,
+    CancelDestination,
+    Free,
+    G1Moves,
+    Push,
+    ReleaseDecode,
+    ReserveDecode,
+    drawn_prompts,
+    prompt_table,
+)
 from kvmodel.explorer import NoSymmetry, owner_canonical
+from kvmodel.machines import world_machine
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.systems import System
 
@@ -32,24 +42,35 @@ G1_PROMPTS: tuple[tuple[int, ...], ...] = ((1, 2, 5), (7,), (1, 2, 3, 4))
 class G1Space(G1Moves, NoSymmetry):
     """Bounded G1 world (native backend): ``owners`` requests, each started from one of the
     prompts (block size 2: a full block and a partial; a lone partial; the same first block and one more),
-    growing by ``pushes`` tokens at most; at most one decode reservation of ``decode`` slots.
-    Moves: start a request, allocate it (with or without prefix reuse), push a token, finalize
-    what it has, free it (leaf first) or Deref it in table order, reserve / release decode
-    slots, reserve a destination for a prompt and activate or cancel it."""
+    growing by ``pushes`` tokens at most (each push the token ``token``); at most one decode
+    reservation of ``decode`` slots. The prompts are ``texts`` (by default the three above; the
+    Hypothesis machine draws its own, :data:`WORLDS`). Moves: start a request, allocate it (with
+    or without prefix reuse), push a token, finalize what it has, free it (leaf first) or Deref
+    it in table order, reserve / release decode slots, reserve a destination for a prompt and
+    activate or cancel it."""
 
     component = "g1_native"
     owners: int = 2
     prompts: int = 3
     pushes: int = 2
     decode: int = 1
+    texts: tuple[tuple[int, ...], ...] = attrs.field(default=G1_PROMPTS, converter=prompt_table)
+    token: int = 6
 
     def __attrs_post_init__(self) -> None:
-        require_naturals(self, ("owners", "prompts", "pushes", "decode"))
-        if self.prompts > len(G1_PROMPTS):
-            raise InvalidInput(f"at most {len(G1_PROMPTS)} prompts")
+        require_naturals(self, ("owners", "prompts", "pushes", "decode", "token"))
+        if self.prompts > len(self.texts):
+            raise InvalidInput(f"at most {len(self.texts)} prompts")
 
-    def to_json(self) -> dict[str, int]:
-        return {k: int(v) for k, v in attrs.asdict(self).items()}
+    def to_json(self) -> dict[str, Any]:
+        """The world's parameters (the prompts and the pushed token only where not the default
+        ones, so a manifest's world stays as it was written)."""
+        out: dict[str, Any] = {k: int(getattr(self, k)) for k in ("owners", "prompts", "pushes", "decode")}
+        if self.texts != G1_PROMPTS:
+            out["texts"] = [list(p) for p in self.texts]
+        if self.token != 6:
+            out["token"] = self.token
+        return out
 
     def key(self, s: System, symmetry: bool) -> Any:
         """With symmetry, requests are interchangeable (every move ranges over all of them
@@ -68,13 +89,14 @@ class G1Space(G1Moves, NoSymmetry):
     def moves(self) -> list[Any]:
         """The world's action instances, in the order the search tries them."""
         os_, ps = range(self.owners), range(self.prompts)
-        out: list[Any] = [NewRequest(o, list(G1_PROMPTS[p])) for o in os_ for p in ps]
+        texts = self.texts
+        out: list[Any] = [NewRequest(o, list(texts[p])) for o in os_ for p in ps]
         out += [Allocate(o, r) for o in os_ for r in (False, True)]
-        out += [Push(o, 6) for o in os_]
+        out += [Push(o, self.token) for o in os_]
         out += [c(o) for c in (Finalize, Free, DerefInOrder) for o in os_]
         if self.decode:
             out += [ReserveDecode(self.decode), ReleaseDecode()]
-        out += [ReserveDestination(o, list(G1_PROMPTS[p])) for o in os_ for p in ps]
+        out += [ReserveDestination(o, list(texts[p])) for o in os_ for p in ps]
         out += [c(o) for c in (ActivateDestination, CancelDestination) for o in os_]
         return out
 
@@ -120,3 +142,17 @@ G1Space.GUARDS = {
     ActivateDestination: G1Space._transferring,
     CancelDestination: G1Space._transferring,
 }
+
+
+@st.composite
+def _worlds(draw: Any) -> G1Space:
+    texts = G1_PROMPTS + draw(drawn_prompts(G1_PROMPTS, 2))
+    return G1Space(3, len(texts), 3, 2, texts, draw(st.just(6) | TOKENS))
+
+
+# the Hypothesis machine's worlds: three requests over the three prompts and up to two drawn ones
+# sharing their prefixes, growing by three tokens (each 6 or a drawn one), decode reservations of
+# two slots; it shrinks to the explorer's world widened (the bounds are not drawn: each drawn
+# parameter costs Hypothesis's shrink phase examples)
+WORLDS = _worlds()
+G1Machine = world_machine("G1Machine", WORLDS, {"max_capacity": 3})

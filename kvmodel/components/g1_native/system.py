@@ -96,6 +96,19 @@ class G1System(G1RequestSystem):
         self._forget(o)
         return out
 
+    def _push(self, o: int, token: int) -> Any:
+        g = self.model
+        s = self._live(o)
+        if o not in g.native.tables:
+            # out of protocol: the scheduler decodes only admitted (allocated) requests
+            raise InvalidInput(f"request {o} is not allocated, so it does not decode")
+        sigs = s.push(token) or []
+        return [g.process_for_request(o, x, 0) for x in sigs]
+
+    def _activated(self, o: int, held: Any) -> None:
+        """The reservation became the request's table, its prompt computed."""
+        self.computed[o] = self.seqs[o].num_input_tokens
+
     def _forget(self, o: int) -> None:
         super()._forget(o)
         self.computed.pop(o, None)

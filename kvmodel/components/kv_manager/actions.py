@@ -27,6 +27,12 @@ class Process(Action):
     step's arguments)."""
 
     op = "process"
+    RETURNS = "boolean"
+    MEANS = "`true`; `false` when a Use runs out of space (the pool is left as it was)"
+    TYPES: ClassVar[dict[str, str]] = {
+        "Use | Deref | Destroy": "list of {F: u64} | {P: name}",
+        "Promote": "{uuid: name, hash: u64, parent_hash?: u64|null}",
+    }
     signal: MoveBlock
 
     @classmethod
@@ -45,6 +51,9 @@ class ProbeNewBlocks(Action):
     """``probe_new_blocks(blocks) -> usize``: how many of the blocks are not resident."""
 
     op = "probe_new_blocks"
+    RETURNS = "usize"
+    MEANS = "how many of the listed blocks are not resident (integer)"
+    TYPES: ClassVar[dict[str, str]] = {"blocks": "list of {F: u64} | {P: name}"}
     ARGS: ClassVar[A.Spec] = {"blocks": (R, A.anything)}
     blocks: tuple[UniqueBlock, ...]
 
@@ -63,6 +72,8 @@ class ProbeNewBlocks(Action):
 @attrs.frozen
 class CurrentCapacity(Action):
     op = "current_capacity"
+    RETURNS = "usize"
+    MEANS = "resident blocks, active and inactive (integer)"
 
     def run(self, model: Any) -> Any:
         return model.current_capacity()
@@ -71,6 +82,8 @@ class CurrentCapacity(Action):
 @attrs.frozen
 class NumActiveBlocks(Action):
     op = "num_active_blocks"
+    RETURNS = "usize"
+    MEANS = "blocks with a reference (integer)"
 
     def run(self, model: Any) -> Any:
         return model.num_active_blocks()
@@ -79,6 +92,8 @@ class NumActiveBlocks(Action):
 @attrs.frozen
 class NumInactiveBlocks(Action):
     op = "num_inactive_blocks"
+    RETURNS = "usize"
+    MEANS = "cached blocks without a reference (integer)"
 
     def run(self, model: Any) -> Any:
         return model.num_inactive_blocks()
@@ -89,6 +104,9 @@ class GetPrefillCost(Action):
     """``get_prefill_cost(unique_blocks, num_input_tokens) -> PrefillCost``."""
 
     op = "get_prefill_cost"
+    RETURNS = "{new_blocks: usize, new_tokens: usize}"
+    MEANS = "`{new_blocks, new_tokens}`: blocks not resident, tokens less `block_size` per resident block"
+    TYPES: ClassVar[dict[str, str]] = {"unique_blocks": "list of {F: u64} | {P: name}"}
     ARGS: ClassVar[A.Spec] = {"unique_blocks": (R, A.anything), "num_input_tokens": (R, A.usize)}
     unique_blocks: tuple[UniqueBlock, ...]
     num_input_tokens: int

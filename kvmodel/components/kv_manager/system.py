@@ -19,6 +19,7 @@ from kvmodel.systems import Outcome, System, check_config
 class KvManagerSystem(System):
     """The old mocker KV manager with its router-view / held-references monitor."""
 
+    ACTIONS = ACTIONS
     OPS = ACTIONS.ops
     DEFAULTS: ClassVar[dict[str, Any]] = {"max_capacity": 4, "block_size": 16, "channel": True, "evictor": "wallclock"}
 

@@ -23,6 +23,7 @@ from kvmodel.model.errors import InvalidInput
 WALLCLOCK, COUNTER = "lru_evictor_wallclock", "lru_evictor_counter"
 
 
+@A.typed("u64 | string")
 def _object(v: Any, what: str) -> int | str:
     if not isinstance(v, int | str) or isinstance(v, bool):
         raise InvalidInput(f"object must be an integer or a string, got {v!r:.60}")
@@ -35,6 +36,12 @@ class Insert(Action):
     it with ``clock``, default its own clock plus one)."""
 
     op = "insert"
+    RETURNS = "null"
+    MEANS = (
+        "`null`; the object becomes the most recently freed: the wall-clock evictor stamps it with "
+        "`clock` (default: the model's logical clock, which never goes back), the counter evictor "
+        "ignores `clock`"
+    )
     ARGS: ClassVar[A.Spec] = {"object": (R, _object), "clock": (O, A.optional(A.u64))}
     object: int | str
     clock: int | None = None
@@ -59,6 +66,8 @@ class PushFront(Action):
     """``push_front(object)`` (the counter rewrite): make ``object`` the least recent."""
 
     op = "push_front"
+    RETURNS = "null"
+    MEANS = "`null`; the object becomes the next to be evicted"
     ARGS: ClassVar[A.Spec] = {"object": (R, _object)}
     object: int | str
 
@@ -77,6 +86,8 @@ class Remove(Action):
     """``remove(object) -> bool``: whether ``object`` was live."""
 
     op = "remove"
+    RETURNS = "boolean"
+    MEANS = "whether the object was held (boolean)"
     ARGS: ClassVar[A.Spec] = {"object": (R, _object)}
     object: int | str
 
@@ -95,6 +106,11 @@ class Evict(Action):
     """``evict() -> Option<T>``: the least recent live object, removed."""
 
     op = "evict"
+    RETURNS = "u64 | string | null"
+    MEANS = (
+        "the wall-clock evictor's object with the oldest stamp, the counter evictor's least recently "
+        "freed object, removed; `null` when empty"
+    )
 
     def run(self, model: Any) -> Any:
         return model.evict()
@@ -109,6 +125,8 @@ class Len(Action):
     """``len() -> usize``: the live objects."""
 
     op = "len"
+    RETURNS = "usize"
+    MEANS = "how many objects are held (integer)"
 
     def run(self, model: Any) -> int:
         return len(model)

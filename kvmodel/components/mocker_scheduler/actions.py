@@ -58,13 +58,8 @@ def _max_tokens(v: Any, what: str) -> int:
 
 class SchedulerAction(Action, abc.ABC):
     """What every scheduler action shares: it runs on the system (the scheduler and the
-    request bookkeeping beside it), not on the bare scheduler."""
-
-    @abc.abstractmethod
-    def perform(self, system: Any, out: list[Any]) -> Any:
-        """Run the operation on ``system``, appending its transitions to ``out``; return what
-        the harness's call returns (or raise the model's error)."""
-        ...
+    request bookkeeping beside it), not on the bare scheduler, appending its transitions to
+    the system's ``step_transitions``."""
 
 
 @attrs.frozen
@@ -101,7 +96,7 @@ class AddRequest(SchedulerAction):
             del out["output"]
         return out
 
-    def perform(self, system: Any, out: list[Any]) -> None:
+    def run(self, system: Any) -> None:
         if self.request in system.ids:
             raise InvalidInput(f"request {self.request} exists")
         m = system.model
@@ -119,7 +114,7 @@ class Abort(SchedulerAction):
     ARGS: ClassVar[A.Spec] = {"request": (R, A.owner)}
     request: int
 
-    def perform(self, system: Any, out: list[Any]) -> bool:
+    def run(self, system: Any) -> bool:
         m = system.model
         r = system.ids.get(self.request)
         if r is None or r.index in m.finished:
@@ -131,7 +126,7 @@ class Abort(SchedulerAction):
         elif r in m.waiting:
             m.waiting.remove(r)
         m.finished.add(r.index)
-        out += system.transitions(m.events[mark:])
+        system.step_transitions += system.transitions(m.events[mark:])
         return True
 
 
@@ -142,7 +137,7 @@ class ResetPrefixCache(SchedulerAction):
 
     op = "reset_prefix_cache"
 
-    def perform(self, system: Any, out: list[Any]) -> bool:
+    def run(self, system: Any) -> bool:
         m = system.model
         p = m.pool
         if len(p.copies) != len(p.inactive) or p.reserved != 0:
@@ -160,15 +155,15 @@ class Step(SchedulerAction):
 
     op = "step"
 
-    def perform(self, system: Any, out: list[Any]) -> list[Any]:
+    def run(self, system: Any) -> list[Any]:
         m = system.model
-        out += [Transition("Cleared")] * system.cleared
+        system.step_transitions += [Transition("Cleared")] * system.cleared
         system.cleared = 0
         mark, before = len(m.events), set(m.finished)
         live = len(m.finished) < len(m.requests)
         m._effects = 0
         m.step()
-        out += system.transitions(m.events[mark:])
+        system.step_transitions += system.transitions(m.events[mark:])
         if live and m._effects == 0:
             raise Stalled(f"{len(m.requests) - len(m.finished)} request(s) remain")
         back = {r.index: k for k, r in system.ids.items()}

@@ -113,8 +113,9 @@ class SchedulerSystem(System):
             raise InvalidInput(f"{self.component}: a {action.op} action applied as {op!r}")
         out = Outcome(op, args_json if args_json is not None else action.to_json())
         evs: list[Transition] = []
+        self.step_transitions = evs
         try:
-            out.result = action.perform(self, evs)  # type: ignore[union-attr]
+            out.result = action.run(self)
         except ModelError as e:
             out.error = e.with_traceback(None)  # no frame held: no cycle left for the collector
         out.events = list(evs)

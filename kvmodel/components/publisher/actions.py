@@ -26,6 +26,7 @@ MAX_BLOCKS = 4096  # blocks in one event: a bound on what one step may carry
 TOKENS = 1000  # the world's tokens hash of block h
 
 
+@A.typed("[{block_hash: u64, tokens_hash: u64}]")
 def _blocks(v: Any, what: str) -> tuple[StoredBlock, ...]:
     if not isinstance(v, list) or len(v) > MAX_BLOCKS:
         raise InvalidInput(f"{what} must be a list of at most {MAX_BLOCKS} blocks, got {v!r:.60}")
@@ -44,6 +45,7 @@ def _blocks(v: Any, what: str) -> tuple[StoredBlock, ...]:
     return tuple(out)
 
 
+@A.typed("[u64]")
 def _hashes(v: Any, what: str) -> tuple[int, ...]:
     if not isinstance(v, list) or len(v) > MAX_BLOCKS:
         raise InvalidInput(f"{what} must be a list of at most {MAX_BLOCKS} u64 hashes, got {v!r:.60}")
@@ -55,6 +57,8 @@ class PublishStored(Action):
     """A BlockStored: passes whole; each listed hash counts one more copy on the rank."""
 
     op = "stored"
+    RETURNS = "null"
+    MEANS = "`null`; the engine's BlockStored, passed to the router whole"
     ARGS: ClassVar[A.Spec] = {
         "dp_rank": (R, A.u32),
         "parent_hash": (O, A.optional(A.u64)),
@@ -93,6 +97,8 @@ class PublishRemoved(Action):
     """A BlockRemoved: the hashes whose last copy went reach the router."""
 
     op = "removed"
+    RETURNS = "null"
+    MEANS = "`null`; the engine's BlockRemoved, passed with the hashes whose last copy went (or not at all)"
     ARGS: ClassVar[A.Spec] = {"dp_rank": (R, A.u32), "block_hashes": (R, _hashes)}
     PARAMS = (("r", "int"), ("h", "int"))
     dp_rank: int
@@ -118,6 +124,8 @@ class PublishCleared(Action):
     """An AllBlocksCleared: the rank's counts go; it reaches the router."""
 
     op = "cleared"
+    RETURNS = "null"
+    MEANS = "`null`; the engine's AllBlocksCleared, passed"
     ARGS: ClassVar[A.Spec] = {"dp_rank": (R, A.u32)}
     PARAMS = (("r", "int"),)
     dp_rank: int

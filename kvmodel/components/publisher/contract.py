@@ -2,20 +2,6 @@
 
 from __future__ import annotations
 
-_BLOCKS = "[{block_hash: u64, tokens_hash: u64}]"
-# operation -> (arguments: name -> type, '?' marking an optional one; what `returns` holds)
-OPERATIONS: dict[str, tuple[dict[str, str], str]] = {
-    "stored": (
-        {"dp_rank": "u32", "parent_hash?": "u64 | null", "blocks": _BLOCKS},
-        "`null`; the engine's BlockStored, passed to the router whole",
-    ),
-    "removed": (
-        {"dp_rank": "u32", "block_hashes": "[u64]"},
-        "`null`; the engine's BlockRemoved, passed with the hashes whose last copy went (or not at all)",
-    ),
-    "cleared": ({"dp_rank": "u32"}, "`null`; the engine's AllBlocksCleared, passed"),
-}
-
 EVENTS = (
     "what the publisher sends to the router, in order: KvCacheEvent JSON (`{event_id, data: "
     "stored|removed|cleared, dp_rank}`) with the publisher's own ids (1, 2, …); compared exactly"
@@ -23,7 +9,6 @@ EVENTS = (
 
 MODULES = ("publisher", "events")
 
-RETURNS: dict[str, str] = {"stored": "null", "removed": "null", "cleared": "null"}
 
 NOTES = (
     "An adapter wraps a publisher: each operation is one engine event handed to it; the step's "
@@ -34,4 +19,4 @@ NOTES = (
     "rank's counts on a Cleared and `9b3e9249f^` has no filter.",
 )
 
-CONTRACT = (OPERATIONS, EVENTS, MODULES, RETURNS, NOTES)
+CONTRACT = (EVENTS, MODULES, NOTES)

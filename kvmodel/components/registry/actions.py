@@ -80,6 +80,9 @@ class RegistryAction(Action):
 @attrs.frozen
 class NewRegistry(RegistryAction):
     op = "new_registry"
+    RETURNS = "null"
+    MEANS = "`null`; a registry (pool) sharing the named global registry (default `G`)"
+    TYPES: ClassVar[dict[str, str]] = {"as": "name", "tier?": "Device|HostPinned|Disk", "global_registry?": "name"}
     REQUIRED = ("as",)
     OPTIONAL = ("tier", "global_registry")
     as_: str
@@ -93,6 +96,9 @@ class NewRegistry(RegistryAction):
 @attrs.frozen
 class NewState(RegistryAction):
     op = "new_state"
+    RETURNS = "name"
+    MEANS = "the name of a new Reset block state"
+    TYPES: ClassVar[dict[str, str]] = {"as?": "name"}
     OPTIONAL = ("as",)
     as_: str | None = ABSENT
 
@@ -103,6 +109,12 @@ class NewState(RegistryAction):
 @attrs.frozen
 class StateFromResetApplyTokenBlock(RegistryAction):
     op = "state_from_reset_apply_token_block"
+    RETURNS = "name"
+    MEANS = "the name of a new Complete block state"
+    TYPES: ClassVar[dict[str, str]] = {
+        "block": "{hash: u64, parent: u64|null, block_hash?: u64, external?: [u64|null, u64|null], tokens?: [u32]}",
+        "as?": "name",
+    }
     REQUIRED = ("block",)
     OPTIONAL = ("as",)
     block: Block
@@ -115,6 +127,12 @@ class StateFromResetApplyTokenBlock(RegistryAction):
 @attrs.frozen
 class ApplyTokenBlock(RegistryAction):
     op = "apply_token_block"
+    RETURNS = "null"
+    MEANS = "`null`; Reset -> Complete"
+    TYPES: ClassVar[dict[str, str]] = {
+        "state": "name",
+        "block": "{hash: u64, parent: u64|null, block_hash?: u64, external?: [u64|null, u64|null], tokens?: [u32]}",
+    }
     REQUIRED = ("state", "block")
     state: str
     block: Block
@@ -126,6 +144,9 @@ class ApplyTokenBlock(RegistryAction):
 @attrs.frozen
 class InitializeSequence(RegistryAction):
     op = "initialize_sequence"
+    RETURNS = "null"
+    MEANS = "`null`; Reset -> Partial (an empty block of `page_size as u32` tokens)"
+    TYPES: ClassVar[dict[str, str]] = {"state": "name", "page_size": "usize", "salt?": "u64"}
     REQUIRED = ("state", "page_size")
     OPTIONAL = ("salt",)
     state: str
@@ -139,6 +160,9 @@ class InitializeSequence(RegistryAction):
 @attrs.frozen
 class AddToken(RegistryAction):
     op = "add_token"
+    RETURNS = "null"
+    MEANS = "`null`"
+    TYPES: ClassVar[dict[str, str]] = {"state": "name", "token": "u32"}
     REQUIRED = ("state", "token")
     state: str
     token: Any
@@ -150,6 +174,9 @@ class AddToken(RegistryAction):
 @attrs.frozen
 class AddTokens(RegistryAction):
     op = "add_tokens"
+    RETURNS = "[u32]"
+    MEANS = "the tokens that did not fit (list)"
+    TYPES: ClassVar[dict[str, str]] = {"state": "name", "tokens": "[u32]"}
     REQUIRED = ("state", "tokens")
     state: str
     tokens: Any
@@ -166,6 +193,9 @@ class AddTokens(RegistryAction):
 @attrs.frozen
 class PopToken(RegistryAction):
     op = "pop_token"
+    RETURNS = "null"
+    MEANS = "`null`"
+    TYPES: ClassVar[dict[str, str]] = {"state": "name"}
     REQUIRED = ("state",)
     state: str
 
@@ -176,6 +206,9 @@ class PopToken(RegistryAction):
 @attrs.frozen
 class PopTokens(RegistryAction):
     op = "pop_tokens"
+    RETURNS = "null"
+    MEANS = "`null`"
+    TYPES: ClassVar[dict[str, str]] = {"state": "name", "count": "usize"}
     REQUIRED = ("state", "count")
     state: str
     count: Any
@@ -187,6 +220,9 @@ class PopTokens(RegistryAction):
 @attrs.frozen
 class Commit(RegistryAction):
     op = "commit"
+    RETURNS = "null"
+    MEANS = "`null`; Partial -> Complete (a root block hashed with the salt)"
+    TYPES: ClassVar[dict[str, str]] = {"state": "name"}
     REQUIRED = ("state",)
     state: str
 
@@ -197,6 +233,17 @@ class Commit(RegistryAction):
 @attrs.frozen
 class StateQuery(RegistryAction):
     op = "state_query"
+    RETURNS = "usize | boolean | [u32] | null"
+    MEANS = (
+        "the accessor's value (integer, boolean, list or `null`). `len` and `tokens` of a "
+        "Complete state are its block's token count and tokens (a Rust `TokenBlock` always "
+        "holds them; the generated workloads always give them); of a block given without "
+        "`tokens` (a hand-written trace) they are `null`, where Rust would answer `Some(..)`"
+    )
+    TYPES: ClassVar[dict[str, str]] = {
+        "state": "name",
+        "query": "len|remaining|is_empty|tokens|is_reset|is_complete|is_registered",
+    }
     REQUIRED = ("state", "query")
     state: str
     query: Any
@@ -208,6 +255,14 @@ class StateQuery(RegistryAction):
 @attrs.frozen
 class RegisterBlock(RegistryAction):
     op = "register_block"
+    RETURNS = "name | null"
+    MEANS = "the name of the new publish handle, or `null` when the registration already existed"
+    TYPES: ClassVar[dict[str, str]] = {
+        "registry": "name",
+        "state": "name",
+        "as?": "name",
+        "event_hashes?": "[u64|null, u64|null] (e3d00b899)",
+    }
     REQUIRED = ("registry", "state")
     OPTIONAL = ("as", "event_hashes")
     registry: str
@@ -230,6 +285,13 @@ class RegisterBlock(RegistryAction):
 @attrs.frozen
 class CreatePublishHandle(RegistryAction):
     op = "create_publish_handle"
+    RETURNS = "name"
+    MEANS = "the name of a new publish handle (the Rust tests' helper)"
+    TYPES: ClassVar[dict[str, str]] = {
+        "block": "{hash: u64, parent: u64|null, block_hash?: u64, external?: [u64|null, u64|null], tokens?: [u32]}",
+        "as?": "name",
+        "tier?": "Device|HostPinned|Disk",
+    }
     REQUIRED = ("block",)
     OPTIONAL = ("as", "tier")
     block: Block
@@ -243,6 +305,9 @@ class CreatePublishHandle(RegistryAction):
 @attrs.frozen
 class RemoveHandle(RegistryAction):
     op = "remove_handle"
+    RETURNS = "name"
+    MEANS = "the name of the registration Arc it gives up"
+    TYPES: ClassVar[dict[str, str]] = {"publish_handle": "name", "as?": "name"}
     REQUIRED = ("publish_handle",)
     OPTIONAL = ("as",)
     publish_handle: str
@@ -255,6 +320,9 @@ class RemoveHandle(RegistryAction):
 @attrs.frozen
 class NewPublisher(RegistryAction):
     op = "new_publisher"
+    RETURNS = "name"
+    MEANS = "the name of a new publisher"
+    TYPES: ClassVar[dict[str, str]] = {"as?": "name"}
     OPTIONAL = ("as",)
     as_: str | None = ABSENT
 
@@ -265,6 +333,9 @@ class NewPublisher(RegistryAction):
 @attrs.frozen
 class TakeHandle(RegistryAction):
     op = "take_handle"
+    RETURNS = "name | null"
+    MEANS = "the name of the Arc kept, or `null`"
+    TYPES: ClassVar[dict[str, str]] = {"publisher": "name", "publish_handle": "name", "as?": "name"}
     REQUIRED = ("publisher", "publish_handle")
     OPTIONAL = ("as",)
     publisher: str
@@ -278,6 +349,9 @@ class TakeHandle(RegistryAction):
 @attrs.frozen
 class Publish(RegistryAction):
     op = "publish"
+    RETURNS = "null"
+    MEANS = "`null`; one message: a Register per taken handle, in take order"
+    TYPES: ClassVar[dict[str, str]] = {"publisher": "name"}
     REQUIRED = ("publisher",)
     publisher: str
 
@@ -288,6 +362,9 @@ class Publish(RegistryAction):
 @attrs.frozen
 class ClonePublisher(RegistryAction):
     op = "clone_publisher"
+    RETURNS = "name"
+    MEANS = "the name of the clone"
+    TYPES: ClassVar[dict[str, str]] = {"publisher": "name", "as?": "name"}
     REQUIRED = ("publisher",)
     OPTIONAL = ("as",)
     publisher: str
@@ -300,6 +377,9 @@ class ClonePublisher(RegistryAction):
 @attrs.frozen
 class Drop(RegistryAction):
     op = "drop"
+    RETURNS = "null"
+    MEANS = "`null`; Rust's drop of the named value (a last Arc sends its Remove)"
+    TYPES: ClassVar[dict[str, str]] = {"value": "name"}
     REQUIRED = ("value",)
     value: str
 
@@ -310,6 +390,9 @@ class Drop(RegistryAction):
 @attrs.frozen
 class Drain(RegistryAction):
     op = "drain"
+    RETURNS = "u64 | null"
+    MEANS = "the hash the unregister task received and handled, or `null`"
+    TYPES: ClassVar[dict[str, str]] = {"registry": "name"}
     REQUIRED = ("registry",)
     registry: str
 
@@ -320,6 +403,9 @@ class Drain(RegistryAction):
 @attrs.frozen
 class IsRegistered(RegistryAction):
     op = "is_registered"
+    RETURNS = "boolean"
+    MEANS = "whether the registry holds a live handle (boolean)"
+    TYPES: ClassVar[dict[str, str]] = {"registry": "name", "hash": "u64"}
     REQUIRED = ("registry", "hash")
     registry: str
     hash: Any

@@ -187,7 +187,7 @@ RegSpace.GUARDS = {
     ClonePublisher: RegSpace._clones,
     Drain: RegSpace._drains,
 }
-_KINDS = {
+_KINDS: dict[type[Any], str] = {
     StateFromResetApplyTokenBlock: "complete",
     RegisterBlock: "register",
     Drop: "drop",

@@ -51,7 +51,7 @@ COMPONENT = Component(
     system=f"{_HERE}.system:RouterSystem",
     space=f"{_HERE}.space:RouterSpace",
     options=OPTIONS,
-    machine=f"{_HERE}.machine:RouterMachine",
+    machine=f"{_HERE}.space:RouterMachine",
     profile=CheckProfile(explore=World({}, {"workers": 2, "hashes": 3, "conflict": True, "max_nodes": 5})),
     api_world={"workers": 3, "hashes": 3, "conflict": True, "max_blocks": 3, "max_nodes": 1_000},
     queries=("dump_tree",),
