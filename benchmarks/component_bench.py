@@ -1,6 +1,7 @@
-"""Shared pieces of the per-component benchmarks (``registry.py``, ``g1.py``): Hypothesis
-throughput of a component's machine, time for Hypothesis to find each quirk against the BFS
-minimum, and the explorer over the manifest's entries for the component."""
+"""Shared pieces of the per-component benchmarks (``registry.py``, ``g1.py``, ``kvbm.py``):
+Hypothesis throughput of a component's machine, time for Hypothesis to find each quirk (to the
+first failure, and to the shrunk counterexample) against the BFS minimum, what the G1 world
+machines' drawn worlds cover, and the explorer over the manifest's entries for the component."""
 
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ def finding(component: str, space: Any, config: dict[str, Any] | None = None) ->
                 {
                     "seed": seed,
                     "seconds": round(r.seconds, 3),
+                    "seconds_to_first_failure": round(r.seconds_to_first_failure or 0.0, 3),
+                    "examples": r.examples,
                     "invariant": inv,
                     "steps": len(r.trace["steps"]),
                     "bfs_minimum": bfs.violations[inv]["depth"],
@@ -72,12 +75,44 @@ def finding(component: str, space: Any, config: dict[str, Any] | None = None) ->
         row = {
             "quirk": q.name,
             "median_seconds": round(statistics.median(x["seconds"] for x in per_seed), 3),
+            "median_seconds_to_first_failure": round(
+                statistics.median(x["seconds_to_first_failure"] for x in per_seed), 3
+            ),
             "max_length_over_minimum": round(max(x["steps"] / x["bfs_minimum"] for x in per_seed), 2),
             "seeds": per_seed,
         }
         rows.append(row)
         print(f"  {q.name:<34} median {row['median_seconds']:.2f}s, length/min <= {row['max_length_over_minimum']}")
     return rows
+
+
+def g1_coverage(component: str, examples: int = 300) -> dict[str, Any]:
+    """What a G1 machine's worlds cover in ``examples`` ideal examples of 30 steps (seed 0): the
+    distinct prompts its requests and destinations start from, their block counts, their chunk
+    shapes (full blocks, tokens in the partial tail), the distinct pushed tokens."""
+    seen: list[tuple[str, Any]] = []
+    run_json = machines.Machine._run_json
+
+    def recording(self: Any, op: str, args: Any) -> Any:
+        seen.append((op, args))
+        return run_json(self, op, args)
+
+    machines.Machine._run_json = recording  # type: ignore[method-assign]
+    try:
+        r = machines.run(component, max_examples=examples, steps=30, seed=0)
+    finally:
+        machines.Machine._run_json = run_json  # type: ignore[method-assign]
+    bs = machines.machine_class(component).config.get("block_size", 2)
+    prompts = {tuple(a["tokens"]) for op, a in seen if op in ("new_request", "reserve_destination")}
+    return {
+        "examples": examples,
+        "steps": r.steps,
+        "steps_per_s": round(r.steps_per_second, 1),
+        "distinct_prompts": len(prompts),
+        "block_counts": sorted({-(-len(p) // bs) for p in prompts}),
+        "chunk_shapes": len({(len(p) // bs, len(p) % bs) for p in prompts}),
+        "pushed_tokens": len({a["token"] for op, a in seen if op in ("push", "decode_push")}),
+    }
 
 
 def exploring(component: str, space_of: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@
   machine (``shared/reference/examples/anchors-bench/hyp_pool.py``) with identical settings.
 * Time for Hypothesis to find each native quirk (seeds 0-4), and the counterexample's length
   against the BFS minimum (explorer, the ``kvmodel check`` world).
+* What the machine's drawn worlds cover (prompts, block counts, chunk shapes, pushed tokens).
 * Explorer: states, transitions and states/s for the manifest's g1 entries.
 * Conformance: the real mocker (events/s, both sides) and vLLM's BlockPool (operations/s), with
   the real side alone timed in the same run as the peer.
@@ -22,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from component_bench import exploring, finding, versus_peer
+from component_bench import exploring, finding, g1_coverage, versus_peer
 
 from kvmodel import __version__, explorer
 from kvmodel.components.g1_native.space import G1Space
@@ -72,7 +73,7 @@ def conformance() -> dict[str, Any]:
         for name, side in (("model", vllm_pool.ModelPool()), ("vllm", real)):
             t = time.perf_counter()
             for _ in range(100):
-                side.reset(5)
+                side.reset({"capacity": 5})
                 for k, o in enumerate(ops):
                     c = {"op": o["op"], "req": k // 3, **({"seq": 0, "partial": True} if o["op"] == "start" else {})}
                     side.apply(c)
@@ -141,6 +142,7 @@ def main() -> int:
         "machine": platform.machine(),
         "hypothesis": versus_peer(C),
         "time_to_find": finding(C, G1Space(**CHECK_SPACE)),
+        "machine_coverage": g1_coverage(C),
         "explore": exploring(C, lambda sp: G1Space(**sp)),
         "conformance": conformance(),
         "z3": z3_engine(),

@@ -4,6 +4,7 @@
   machine (``shared/reference/examples/anchors-bench/hyp_pool.py``) with identical settings.
 * Time for Hypothesis to find each KVBM quirk (seeds 0-4), and the counterexample's length
   against the BFS minimum in the ``kvmodel check`` world.
+* What the machine's drawn worlds cover (prompts, block counts, chunk shapes, pushed tokens).
 * Explorer: states, transitions and states/s for the manifest's kvbm entries.
 * Z3: the proof's time; per quirk the spec reaches, BMC's depth and time against a BFS of the
   executable system through the spec's own operations finding the same violation (the peer,
@@ -23,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from component_bench import exploring, finding, versus_peer
+from component_bench import exploring, finding, g1_coverage, versus_peer
 
 from kvmodel import __version__
 from kvmodel.components.g1_kvbm.space import KvbmSpace
@@ -127,6 +128,7 @@ def main() -> int:
         "machine": platform.machine(),
         "hypothesis": versus_peer(C),
         "time_to_find": finding(C, KvbmSpace(**CHECK_SPACE), CHECK_CONFIG),
+        "machine_coverage": g1_coverage(C),
         "explore": exploring(C, lambda sp: KvbmSpace(**sp)),
         "z3": z3_engine(),
     }

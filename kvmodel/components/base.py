@@ -120,9 +120,9 @@ class World:
 @attrs.frozen
 class CheckProfile:
     """How ``kvmodel check`` (and the mutation benchmark) runs the component: the world the
-    explorer searches exhaustively, the BMC depth and Z3 universe of the per-quirk BMC
-    (``None``: the spec universe of the explore world), and whether the Hypothesis machine runs in
-    the machine's own (wider) world. The mutation benchmark runs Hypothesis in the explore world."""
+    explorer searches exhaustively, and the BMC depth and Z3 universe of the per-quirk BMC
+    (``None``: the spec universe of the explore world). Hypothesis runs in the machine's own
+    world (a world machine's drawn ones)."""
 
     explore: World = World()
     bmc_depth: int = 6
