@@ -48,7 +48,7 @@ def _bfs_spec_world(cfg: dict[str, Any], quirk: str, invariant: str) -> tuple[in
 
     t = time.perf_counter()
     spec = make_spec(C, cfg, (quirk,))
-    steps = [spec.step_json(Step(o.name, {})) for o in spec.ts.operations]
+    steps = [spec.step_json(Step(o.name, {}, action=o.action)) for o in spec.ts.operations]
     start = G1KvbmSystem(spec.exec_config(), (quirk,))
     seen = {start.key()}
     queue = deque([(start, 0)])

@@ -80,6 +80,9 @@ class Operation:
     name: str
     params: tuple[tuple[str, Sort], ...]
     effect: Callable[[State, State], Effect] = attrs.field(eq=False, repr=False)
+    # the executable action a parameterless operation stands for (``kvmodel.actions.Action``),
+    # where the spec names one: a counterexample's step replays as that action
+    action: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -148,6 +151,7 @@ class Step:
     op: str
     params: dict[str, Any]
     pre: dict[str, Any] = attrs.field(factory=dict)  # the state values before the step
+    action: Any = None  # the operation's action, where it has one
 
 
 @attrs.define
@@ -262,7 +266,7 @@ class Unrolling:
             k = _value(m, sel)
             op = self.ts.operations[k]
             p = params[op.name]
-            steps.append(Step(op.name, {n: _value(m, p[n]) for n in p}, states[i]))
+            steps.append(Step(op.name, {n: _value(m, p[n]) for n in p}, states[i], op.action))
         return steps, states
 
 

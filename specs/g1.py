@@ -35,7 +35,17 @@ from typing import Any
 import attrs
 import z3
 
+from kvmodel.actions import Action
 from kvmodel.components.g1_native import NAME as COMPONENT
+from kvmodel.components.g1_native.actions import Allocate, DerefInOrder, Finalize, NewRequest, ReserveDestination
+from kvmodel.components.g1_requests import (
+    ActivateDestination,
+    CancelDestination,
+    Free,
+    Push,
+    ReleaseDecode,
+    ReserveDecode,
+)
 from kvmodel.model.errors import InvalidInput, require_naturals
 from kvmodel.model.g1.acquire import CapacityExhausted
 from kvmodel.model.quirks import validate
@@ -950,41 +960,37 @@ class G1Spec:
 
     def _build(self) -> TransitionSystem:
         ops: list[Operation] = []
+
+        def op(action: Action, effect: Callable[[State, State], Effect], *label: int) -> None:
+            """The operation of one executable action (named by its operation and ``label``)."""
+            ops.append(Operation(".".join([action.op, *map(str, label)]), (), effect, action))
+
         for o in range(self.O):
             for p in range(self.P):
-                ops.append(Operation(f"new_request.{o}.{p}", (), self._new_request(o, p)))
+                op(NewRequest(o, list(self.prompt_tokens[p])), self._new_request(o, p), o, p)
             for r in (False, True):
-                ops.append(Operation(f"allocate.{o}.{int(r)}", (), self._allocate(o, r)))
-            ops.append(Operation(f"push.{o}", (), self._push(o)))
-            ops.append(Operation(f"finalize.{o}", (), self._finalize(o)))
-            ops.append(Operation(f"free.{o}", (), self._deref(o, False)))
-            ops.append(Operation(f"deref_in_order.{o}", (), self._deref(o, True)))
+                op(Allocate(o, r), self._allocate(o, r), o, int(r))
+            op(Push(o, PUSH_TOKEN), self._push(o), o)
+            op(Finalize(o), self._finalize(o), o)
+            op(Free(o), self._deref(o, False), o)
+            op(DerefInOrder(o), self._deref(o, True), o)
         if self.u.decode:
-            ops.append(Operation("reserve_decode", (), self._reserve_decode))
-            ops.append(Operation("release_decode", (), self._release_decode))
+            op(ReserveDecode(self.u.decode), self._reserve_decode)
+            op(ReleaseDecode(), self._release_decode)
         for o in range(self.O):
             for p in range(self.P):
-                ops.append(Operation(f"reserve_destination.{o}.{p}", (), self._reserve_destination(o, p)))
-            ops.append(Operation(f"activate_destination.{o}", (), self._activate(o)))
-            ops.append(Operation(f"cancel_destination.{o}", (), self._cancel(o)))
+                op(ReserveDestination(o, list(self.prompt_tokens[p])), self._reserve_destination(o, p), o, p)
+            op(ActivateDestination(o), self._activate(o), o)
+            op(CancelDestination(o), self._cancel(o), o)
         return TransitionSystem(COMPONENT, self.variables(), self.init, tuple(ops), self.properties(), self.width)
 
     # ------------------------------------------------------------------ to the executable model
 
     def step_json(self, step: Step) -> tuple[str, Any]:
-        """A decoded step as the executable ``(op, args)`` (the explorer's concrete moves)."""
-        kind, *rest = step.op.split(".")
-        if kind in ("new_request", "reserve_destination"):
-            return kind, {"owner": int(rest[0]), "tokens": list(self.prompt_tokens[int(rest[1])])}
-        if kind == "allocate":
-            return kind, {"owner": int(rest[0]), "reuse": rest[1] == "1"}
-        if kind == "push":
-            return kind, {"owner": int(rest[0]), "token": PUSH_TOKEN}
-        if kind == "reserve_decode":
-            return kind, {"count": self.u.decode}
-        if kind == "release_decode":
-            return kind, {}
-        return kind, {"owner": int(rest[0])}
+        """A decoded step as the executable ``(op, args)``: its operation's action (a fresh JSON:
+        a list argument shared by every trace would be one object)."""
+        a = step.action
+        return a.op, {k: list(v) if isinstance(v, list) else v for k, v in a.to_json().items()}
 
     # The executable -> spec direction is checked on whole runs by comparing observations
     # (``observe``), not state by state: copy identities would need a slot mapping.

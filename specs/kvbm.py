@@ -49,6 +49,8 @@ import attrs
 import z3
 
 from kvmodel.components.g1_kvbm import NAME as COMPONENT
+from kvmodel.components.g1_kvbm.actions import Allocate, BadDeref, BadUse, NewRequest, Resend
+from kvmodel.components.g1_requests import Free, ReleaseDecode, ReserveDecode
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.g1.acquire import Ready
 from kvmodel.model.quirks import validate
@@ -199,17 +201,10 @@ class KvbmSpec:
         return self
 
     def step_json(self, step: Step) -> tuple[str, Any]:
-        kind, *rest = step.op.split(".")
-        if kind == "new_request":
-            toks, caching = SPEC_PROMPTS[int(rest[1])]
-            return kind, {"owner": int(rest[0]), "tokens": list(toks), "caching": caching}
-        if kind == "reserve_decode":
-            return kind, {"count": 1}
-        if kind == "release_decode":
-            return kind, {}
-        if kind == "bad_use":
-            return kind, {"kind": {"dup": "dup_partial", "two": "hash_two_plhs"}[rest[0]]}
-        return kind, {"owner": int(rest[0])}
+        """A decoded step as the executable ``(op, args)``: its operation's action (a fresh JSON:
+        a list argument shared by every trace would be one object)."""
+        a = step.action
+        return a.op, {k: list(v) if isinstance(v, list) else v for k, v in a.to_json().items()}
 
     # The executable -> spec direction is checked state by state by :func:`agreement`
     # (through :meth:`abstract` and :meth:`agree`), not through constraints.
@@ -294,7 +289,8 @@ class KvbmSpec:
 
         if not ev(guard):
             return [f"{op}: the spec's guard rejects it"]
-        name, args = self.step_json(Step(op, {}))
+        action = next(o.action for o in self.ts.operations if o.name == op)
+        name, args = self.step_json(Step(op, {}, action=action))
         out = system.apply(name, system.decode(name, args), args)
         got = self.abstract(system)
         self.last_dirty = bool(ev(post["dirty"]))
@@ -429,7 +425,8 @@ class KvbmSpec:
                 guard += [z3.And(s[f"act{h}"] == 0, z3.Not(s[f"nm{h}"]), s[f"an{h}"] == 0) for h, _ in pr.fulls]
             return z3.And(guard), self._post(st)
 
-        return Operation(f"new_request.{o}.{p}", (), eff)
+        toks, caching = SPEC_PROMPTS[p]
+        return Operation(f"new_request.{o}.{p}", (), eff, NewRequest(o, list(toks), caching))
 
     def _use(self, o: int, p: int, again: bool) -> Operation:
         """``allocate.o.p`` (``again`` false: the creation Use, the request holding nothing) or
@@ -563,7 +560,8 @@ class KvbmSpec:
             )
             return guard, self._post(st)
 
-        return Operation(f"{'resend' if again else 'allocate'}.{o}.{p}", (), eff)
+        action = Resend(o) if again else Allocate(o)
+        return Operation(f"{action.op}.{o}.{p}", (), eff, action)
 
     def _release(self, st: _Step, o: int, p: int) -> None:
         """The Deref of what request ``o`` holds, leaf first: its partial back to the free
@@ -600,7 +598,7 @@ class KvbmSpec:
             valid = self._valid_deref(s, o, p)
             return z3.And(s[f"rq{o}"] == p, z3.Not(s["dirty"])), {k: z3.If(valid, post[k], rej[k]) for k in post}
 
-        return Operation(f"free.{o}.{p}", (), eff)
+        return Operation(f"free.{o}.{p}", (), eff, Free(o))
 
     def _bad_deref(self, o: int, p: int) -> Operation:
         """The Deref with an unknown hash at the end. Ideal: validated first, rejected with
@@ -617,13 +615,13 @@ class KvbmSpec:
             st.obs["f_rej"] = st.changed(n for n, _ in self.state_vars if n != "dirty")
             return guard, self._post(st)
 
-        return Operation(f"bad_deref.{o}.{p}", (), eff)
+        return Operation(f"bad_deref.{o}.{p}", (), eff, BadDeref(o))
 
     def _bad_use(self, kind: str) -> Operation:
         def eff(s: State, _: State) -> Any:
             return z3.Not(s["dirty"]), self._rejected(s)
 
-        return Operation(f"bad_use.{kind}", (), eff)
+        return Operation(f"bad_use.{kind}", (), eff, BadUse({"dup": "dup_partial", "two": "hash_two_plhs"}[kind]))
 
     def _reserve_decode(self) -> Operation:
         """``reserve_decode_blocks(1)``: a free slot, else the oldest leaf evicted (its Removed
@@ -641,7 +639,7 @@ class KvbmSpec:
             v["rs"] = z3.If(ok, 1, 0)
             return z3.And(s["rs"] == 0, z3.Not(s["dirty"])), self._post(st)
 
-        return Operation("reserve_decode", (), eff)
+        return Operation("reserve_decode", (), eff, ReserveDecode(1))
 
     def _release_decode(self) -> Operation:
         def eff(s: State, _: State) -> Any:
@@ -650,7 +648,7 @@ class KvbmSpec:
             st.v["rs"] = z3.IntVal(0)
             return z3.And(s["rs"] > 0, z3.Not(s["dirty"])), self._post(st)
 
-        return Operation("release_decode", (), eff)
+        return Operation("release_decode", (), eff, ReleaseDecode())
 
     def _build(self) -> TransitionSystem:
         ops: list[Operation] = [self._reserve_decode(), self._release_decode()]
