@@ -74,7 +74,7 @@ def _raised(modname: str) -> tuple[tuple[str, str], ...]:
 def panic_types(component: str) -> dict[str, str]:
     """Panic message -> the panic type that raises it (``NativePanic``, ``KvbmPanic``, ...)."""
     out: dict[str, str] = {}
-    for mod in _record(component)[1]:
+    for mod in modules(component):
         out.update({k: t for k, i, t in _raised_typed(mod) if k == i and k != t})
     return out
 
@@ -102,6 +102,11 @@ def _actions(component: str) -> tuple[Any, ...]:
     if components.get(component).contract is None:
         return ()
     return tuple(components.get(component).make_system({}, ()).ACTIONS.classes)  # type: ignore[attr-defined]
+
+
+def modules(component: str) -> tuple[str, ...]:
+    """The model modules (``kvmodel.model.*``) whose raises the component's operations reach."""
+    return tuple(_record(component)[1])
 
 
 def shapes(component: str) -> dict[str, str]:
@@ -242,7 +247,7 @@ def error_catalogue(component: str | None = None) -> dict[str, str]:
     comps = names() if component is None else [component]
     out = {"InvalidInput": errors.InvalidInput.id}
     for c in comps:
-        for mod in _record(c)[1]:
+        for mod in modules(c):
             out.update(dict(_raised(mod)))
     return dict(sorted(out.items()))
 

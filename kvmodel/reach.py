@@ -32,7 +32,7 @@ def model_files(component: str) -> list[str]:
     from kvmodel import contracts
 
     out = []
-    for mod in contracts._record(component)[2]:
+    for mod in contracts.modules(component):
         m = importlib.import_module(f"kvmodel.model.{mod}")
         if m.__file__:
             out.append(os.path.realpath(m.__file__))
