@@ -16,6 +16,7 @@ import attrs
 from kvmodel.invariants.core import Invariant, MonitorFault, StepContext, Witness, counts_of, post_key
 from kvmodel.model.events import Removed, Stored
 from kvmodel.model.g1.acquire import CapacityExhausted
+from kvmodel.model.g1.vllm_backend import VllmKvManager
 from kvmodel.model.hashing import chain_hash
 
 C = "g1_native"
@@ -110,15 +111,21 @@ class Before:
     computed: dict[int, int] = attrs.field(factory=dict)
 
 
+def _vllm(ctx: StepContext) -> VllmKvManager:
+    """The native backend's manager (``G1ManagerBackend::Native``), whose state these invariants read."""
+    m: VllmKvManager = ctx.model.native
+    return m
+
+
 def _capacity(ctx: StepContext) -> str | None:
-    p = ctx.model.native.pool
+    p = _vllm(ctx).pool
     if len(p.copies) + p.reserved > p.capacity or p.reserved < 0:
         return f"{len(p.copies)} copies + {p.reserved} reserved > capacity {p.capacity}"
     return None
 
 
 def _lru_idle(ctx: StepContext) -> str | None:
-    p = ctx.model.native.pool
+    p = _vllm(ctx).pool
     idle = {i for i, c in p.copies.items() if c.idle}
     lru = set(p.inactive)
     if idle != lru or len(lru) != len(p.inactive):
@@ -128,7 +135,7 @@ def _lru_idle(ctx: StepContext) -> str | None:
 
 
 def _announced_visible(ctx: StepContext) -> str | None:
-    m = ctx.model.native
+    m = _vllm(ctx)
     if not (m.caching and m.publishers):
         return None
     ann = {h for h, n in ctx.monitor.announced.items() if n > 0}
@@ -153,7 +160,7 @@ def _failed_no_trace(ctx: StepContext) -> str | None:
 
 
 def _reserved_outstanding(ctx: StepContext) -> str | None:
-    p = ctx.model.native.pool
+    p = _vllm(ctx).pool
     held = ctx.pre.outstanding_fresh
     if p.reserved != held:
         return f"pool.reserved = {p.reserved}, outstanding reservations hold {held} fresh slot(s)"
@@ -161,14 +168,14 @@ def _reserved_outstanding(ctx: StepContext) -> str | None:
 
 
 def _active_resident(ctx: StepContext) -> str | None:
-    m = ctx.model.native
+    m = _vllm(ctx)
     n = m.num_active_blocks()
     resident = len(m.pool.copies) - m.pool.num_inactive()
     return None if n == resident else f"num_active_blocks = {n}, resident copies in use = {resident}"
 
 
 def _prefix_exact(ctx: StepContext) -> str | None:
-    p = ctx.model.native.pool
+    p = _vllm(ctx).pool
     for h, ids in sorted(p.by_hash.items()):
         exact = any(p.copies[i].refs > 0 or p.copies[i].pins > 0 for i in ids)
         if bool(p.prefix_hit(h)) != exact:
@@ -200,7 +207,7 @@ def _tail_accepted(ctx: StepContext) -> str | None:
 
 def _copies_match(ctx: StepContext) -> str | None:
     """References and pins are exactly what block tables and destination reservations hold."""
-    m = ctx.model.native
+    m = _vllm(ctx)
     p = m.pool
     named: Counter[int] = Counter()
     for o, table in sorted(m.tables.items()):
@@ -226,7 +233,7 @@ def _copies_match(ctx: StepContext) -> str | None:
 
 
 def _computed_cached(ctx: StepContext) -> str | None:
-    m = ctx.model.native
+    m = _vllm(ctx)
     bs = m.block_size
     for o, table in sorted(m.tables.items()):
         done = ctx.pre.computed.get(o, 0) // bs
@@ -241,7 +248,7 @@ def _request_shape(ctx: StepContext) -> str | None:
     a trailing partial whose allocation failed; a destination owns no table and pins full blocks."""
     from kvmodel.model.blocks import FullBlock
 
-    m = ctx.model.native
+    m = _vllm(ctx)
     bs = m.block_size
     dest: dict[int, int] = ctx.pre.dest_prefix
     for o, seq in sorted(ctx.pre.seqs.items()):
@@ -391,7 +398,7 @@ INVARIANTS: tuple[Invariant, ...] = (
 
 
 def _w_dup(ctx: StepContext) -> bool:
-    return any(len(v) > 1 for v in ctx.model.native.pool.by_hash.values())
+    return any(len(v) > 1 for v in _vllm(ctx).pool.by_hash.values())
 
 
 WITNESSES: tuple[Witness, ...] = (

@@ -61,9 +61,10 @@ class Action(abc.ABC):
     PARAMS: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     @classmethod
-    def from_json(cls, component: str, args: Any) -> Action:
-        """The action from its trace-format arguments; malformed ones are ``InvalidInput``."""
-        a = A.check(component, cls.op, args, cls.ARGS)
+    def from_json(cls, where: str, args: Any) -> Action:
+        """The action from its trace-format arguments; malformed ones are ``InvalidInput``, their
+        message beginning with ``where`` (``"<component> <op>"``)."""
+        a = A.check(where, args, cls.ARGS)
         return cls(**a)
 
     @classmethod
@@ -131,7 +132,7 @@ class Actions:
         cls = self.by_op.get(op)
         if cls is None:
             raise InvalidInput(f"unknown {self.component} operation {op!r:.60} (known: {list(self.by_op)})")
-        return cls.from_json(self.component, args)
+        return cls.from_json(f"{self.component} {op}", args)
 
     def operations(self, spec: Any) -> tuple[Any, ...]:
         """The Z3 operations, one per action class with an effect, named after its operation."""

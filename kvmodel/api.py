@@ -38,8 +38,9 @@ from kvmodel import components, exact, traces, workloads
 from kvmodel.components import Component
 from kvmodel.conformance import differential as differential_
 from kvmodel.conformance.differential import Difference
+from kvmodel.model import quirks as quirks_
 from kvmodel.model.errors import InvalidInput
-from kvmodel.model.quirks import revision_of
+from kvmodel.workloads import concrete as concrete_ops
 
 __all__ = [
     "Adapter",
@@ -65,7 +66,7 @@ class ModelAdapter:
     def __init__(self, component: Component | str, quirks: Sequence[str] | str = (), *, snapshot: bool = False) -> None:
         self.record = _component(component)
         self.component = self.record.name
-        self.quirks = _quirk_list(self.component, quirks)
+        self.quirks = quirks_.chosen(self.component, quirks)
         self.snapshot = snapshot
         self.name = f"kvmodel's {self.component} model"
         self.system: Any = None
@@ -81,35 +82,6 @@ class ModelAdapter:
         return obs
 
 
-def _quirk_list(component: str, quirks: Sequence[str] | str) -> list[str]:
-    """``"faithful"`` (the seed's revision), ``"ideal"`` (none) or a list of quirk names, as a
-    sorted list (a bare string other than those two is refused: it is not a list of names)."""
-    from kvmodel.model.quirks import faithful
-
-    if isinstance(quirks, str):
-        if quirks == "faithful":
-            return sorted(faithful(component))
-        if quirks == "ideal":
-            return []
-        raise ValueError(f"quirks must be 'faithful', 'ideal' or a list of quirk names, got {quirks!r:.80}")
-    return sorted(quirks)
-
-
-def _accepted(component: str, accept: Sequence[str] | str) -> set[str]:
-    """The quirks ``accept`` names: a named revision of ``component`` (``"faithful"``: the seed's,
-    ``"ideal"``: none) or a list of quirk names (checked)."""
-    from kvmodel.model.quirks import faithful, validate
-    from kvmodel.model.quirks import revision as named_revision
-
-    if isinstance(accept, str):
-        if accept == "faithful":
-            return set(faithful(component))
-        if accept == "ideal":
-            return set()
-        return set(named_revision(component, accept).quirks)
-    return set(validate(component, list(accept)))
-
-
 def adapter_name(impl: Any) -> str:
     """The adapter's ``name`` made safe to print (:func:`kvmodel.exact.printable`); its type's name
     when it has none or reading it raises."""
@@ -122,25 +94,28 @@ def adapter_name(impl: Any) -> str:
     return exact.printable(name)
 
 
+def has_workloads(c: Component) -> bool:
+    """Whether the component has a workload generator (an API world)."""
+    return c.api_world is not None
+
+
 def _component(component: Component | str) -> Component:
     """The record (given, or named by a name or alias) of a component with a workload generator;
     an unknown name is a ``ValueError`` naming the known ones."""
-    if isinstance(component, Component) and component.api_world is not None:
-        return component
     try:
-        return components.of(component, lambda c: c.api_world is not None, "component with a workload generator")
-    except components.UnknownComponent as e:
-        raise ValueError(str(e)) from None
+        c: Component | None = components.of(component)
+    except components.UnknownComponent:
+        c = None
+    if c is None or c.api_world is None:  # the error names the components that have one
+        try:
+            components.get(component if isinstance(component, str) else component.name, has_workloads, _WHAT)
+        except components.UnknownComponent as e:
+            raise ValueError(str(e)) from None
+    assert c is not None
+    return c
 
 
-def _space(c: Component, space: Any | None) -> Any:
-    """The workload world: the caller's, or the component's (its record's ``api_world``)."""
-    base = c.api_space()
-    if space is not None and type(space) is not type(base):
-        raise ValueError(
-            f"space for {c.name} must be a {type(base).__name__} (kvmodel.api.workload_space), got {space!r:.80}"
-        )
-    return space if space is not None else base
+_WHAT = "component with a workload generator"
 
 
 def workload_space(component: str, **fields: Any) -> Any:
@@ -314,13 +289,12 @@ def _concrete(
 ) -> list[tuple[str, Any]]:
     """The operation list a sequence of picks stands for (:mod:`kvmodel.workloads`)."""
     c = _component(component)
-    ops = (*(c.api_ops() if c.api_ops is not None else ()), *map(workloads.const, c.queries))
-    return workloads.concrete(sp, ops, sp.system(config, quirks), picks, c.api_weights, only)
+    return workloads.concrete(sp, c.workload_ops(), sp.system(config, quirks), picks, c.api_weights, only)
 
 
-def _declared(impl: Any, c: Component) -> frozenset[str] | None:
+def _declared(impl: Any, known: Sequence[str], of: str) -> frozenset[str] | None:
     """The operations the adapter says it implements (its ``operations`` attribute: names of the
-    component's operations), or ``None`` (all of them)."""
+    operations ``known``, which ``of`` describes), or ``None`` (all of them)."""
     try:
         ops = impl.operations
     except AttributeError:
@@ -329,10 +303,9 @@ def _declared(impl: Any, c: Component) -> frozenset[str] | None:
         return None
     if isinstance(ops, str) or not all(isinstance(o, str) for o in ops):
         raise ValueError(f"the adapter's operations must be a collection of operation names, got {ops!r:.80}")
-    known = set(operations(c))
-    unknown = sorted(set(ops) - known)
+    unknown = sorted(set(ops) - set(known))
     if unknown:
-        raise ValueError(f"the adapter declares {unknown[0]!r}, not an operation of {c.name} ({sorted(known)})")
+        raise ValueError(f"the adapter declares {unknown[0]!r}, not {of} ({sorted(known)})")
     return frozenset(ops)
 
 
@@ -355,19 +328,20 @@ DEFAULT_STEP_TIMEOUT = 10.0  # seconds per adapter call (reset or step)
 
 
 class _Model:
-    """The model's side of a run: the component's system, its observations with the rejection's
-    type and id; a step it rejects as malformed (``InvalidInput``) makes the list invalid."""
+    """The model's side of a run: the component's system (``make`` builds it for a configuration
+    and quirk list), its observations with the rejection's type and id; a step it rejects as
+    malformed (``InvalidInput``) makes the list invalid."""
 
-    def __init__(self, c: Component, quirks: Sequence[str]) -> None:
-        self.record, self.component, self.quirks = c, c.name, list(quirks)
-        self.name = f"kvmodel's {c.name} model"
+    def __init__(self, make: Callable[[dict[str, Any], Sequence[str]], Any], name: str, quirks: Sequence[str]) -> None:
+        self.make, self.quirks = make, list(quirks)
+        self.name = name
         self.system: Any = None
         self.steps = 0
         self.renaming: Renaming | None = None
         self.random: set[int] = set()  # the random hashes drawn in this run (caching-off sequences)
 
     def reset(self, config: dict[str, Any]) -> None:
-        self.system = self.record.make_system(config, self.quirks)
+        self.system = self.make(config, self.quirks)
         self.steps = 0
         self.random = set()
 
@@ -383,8 +357,8 @@ class _Model:
         return obs
 
 
-def _comparer(c: Component, model: _Model | None = None) -> differential_.Compare:
-    fields = c.renamed_fields
+def _comparer(fields: Sequence[str], model: _Model | None = None) -> differential_.Compare:
+    """Exact comparison, with the values of the renamed ``fields`` compared up to a renaming."""
 
     def cmp(op: str, args: Any, want: dict[str, Any], got: Any, memo: dict[str, Any]) -> Difference | None:
         if "renaming" not in memo:
@@ -407,8 +381,8 @@ def differential(
     ``InvalidInput``."""
     c = _component(component)
     cfg = dict(c.make_system(config, quirks).config)
-    m = _Model(c, quirks)
-    return differential_.differential(m, adapter, cfg, ops, _comparer(c, m), call=call)
+    m = _Model(c.make_system, f"kvmodel's {c.name} model", quirks)
+    return differential_.differential(m, adapter, cfg, ops, _comparer(c.renamed_fields, m), call=call)
 
 
 def check_implementation(
@@ -455,8 +429,6 @@ def check_implementation(
     """
     from hypothesis import strategies as st
 
-    from kvmodel.model.quirks import revision as named_revision
-
     c = _component(component if component is not None else components.default())
     if max_steps is None:
         max_steps = c.api_steps
@@ -466,26 +438,35 @@ def check_implementation(
     if step_timeout is not None and not (isinstance(step_timeout, int | float) and 0 < step_timeout < float("inf")):
         raise ValueError(f"step_timeout must be a positive number of seconds or None, got {step_timeout!r}")
     impl: Adapter = adapter if hasattr(adapter, "step") else adapter()  # type: ignore[assignment]
-    q = sorted(named_revision(c.name, revision).quirks) if revision is not None else _quirk_list(c.name, quirks)
+    q = sorted(quirks_.revision(c.name, revision).quirks) if revision is not None else quirks_.chosen(c.name, quirks)
     if check not in ("equal", "invariants", "both"):
         raise ValueError(f"check must be 'equal', 'invariants' or 'both', got {check!r:.60}")
     observer = c.observer
     if check != "equal" and observer is None:
         raise ValueError(f"{c.name} has no invariant mode (no observer): use check='equal'")
-    accepted = _accepted(c.name, accept) | (set(q) if check == "both" else set())
-    sp = _space(c, space)
+    accepted = quirks_.accepted(c.name, accept) | (set(q) if check == "both" else set())
+    label = revision if revision is not None else quirks_.revision_of(c.name, q)
+    sp = c.api_space()
+    if space is not None:
+        if type(space) is not type(sp):
+            raise ValueError(
+                f"space for {c.name} must be a {type(sp).__name__} (kvmodel.api.workload_space), got {space!r:.80}"
+            )
+        sp = space
+    extra = c.workload_ops()
     cfg = dict(c.make_system(config or {}, q).config)
+    every = list(c.make_system({}, ()).OPS)  # type: ignore[attr-defined]
     rep = DiffReport(adapter_name(impl), c.name, cfg, q, seed=seed)
-    rep.revision = revision if revision is not None else revision_of(c.name, q)
+    rep.revision = label
     rep.extra["check"] = check
-    only = _declared(impl, c)
+    only = _declared(impl, every, f"an operation of {c.name}")
     call = differential_.Caller(step_timeout)
     try:
         # long enough that set-ups of several steps (a request allocated, then decoded) occur; the
         # deletion pass shrinks below the minimum afterwards
         strategy = st.lists(st.integers(0, 10_000), min_size=max(1, max_steps // 2), max_size=max_steps)
-        model_side = _Model(c, q)
-        cmp = _comparer(c, model_side)
+        model_side = _Model(c.make_system, f"kvmodel's {c.name} model", q)
+        cmp = _comparer(c.renamed_fields, model_side)
         tally = None
         if check != "equal":
             from kvmodel import invariant_mode
@@ -506,7 +487,7 @@ def check_implementation(
                 impl,
                 rep,
                 strategy=strategy,
-                case=lambda picks: (cfg, _concrete(c, cfg, q, picks, sp, only)),
+                case=lambda picks: (cfg, concrete_ops(sp, extra, sp.system(cfg, q), picks, c.api_weights, only)),
                 compare=cmp,
                 workloads=workloads,
                 call=call,
@@ -519,7 +500,6 @@ def check_implementation(
     finally:
         call.close()
     exercised = {op for op, _ in (rep.ops or [])} | {k.split(":", 1)[0] for k in rep.op_counts}
-    every = operations(c)
     rep.extra["operations_declared"] = None if only is None else sorted(only)
     rep.extra["operations_not_exercised"] = sorted(set(every) - exercised)
     d = rep.divergence

@@ -112,23 +112,24 @@ def type_name(check: Callable[[Any, str], Any]) -> str:
 Spec = Mapping[str, tuple[bool, Callable[[Any, str], Any]]]  # key -> (required, checker)
 
 
-def check(component: str, op: str, args: Any, spec: Spec | None) -> dict[str, Any]:
-    """The checked arguments of ``op`` (``None`` is no arguments); unknown keys are refused."""
+def check(where: str, args: Any, spec: Spec | None) -> dict[str, Any]:
+    """The checked arguments of an operation (``None`` is no arguments); unknown keys are refused.
+    ``where`` begins each message (``"<component> <op>"``)."""
     args = {} if args is None else args
     if not isinstance(args, dict):
-        raise InvalidInput(f"{component} {op}: arguments must be an object, got {args!r:.60}")
+        raise InvalidInput(f"{where}: arguments must be an object, got {args!r:.60}")
     if spec is None:
         return dict(args)
     for k in args:
         if k not in spec:
-            raise InvalidInput(f"{component} {op}: unknown argument {k!r:.40} (known: {sorted(spec) or 'none'})")
+            raise InvalidInput(f"{where}: unknown argument {k!r:.40} (known: {sorted(spec) or 'none'})")
     out: dict[str, Any] = {}
     for k, (required, fn) in spec.items():
         if k not in args:
             if required:
-                raise InvalidInput(f"{component} {op}: needs {k!r}")
+                raise InvalidInput(f"{where}: needs {k!r}")
             continue
-        out[k] = fn(args[k], f"{component} {op}: {k}")
+        out[k] = fn(args[k], f"{where}: {k}")
     return out
 
 

@@ -184,7 +184,7 @@ def _exec(args: argparse.Namespace) -> int:
     if not args.command:
         raise UsageError("--target exec needs the program to run after -- (e.g. -- ./my_impl --flag)")
     try:
-        comp = components.get(args.component, lambda c: c.api_world is not None, "component with a workload generator")
+        comp = components.get(args.component, api.has_workloads, "component with a workload generator")
     except components.UnknownComponent as e:
         raise UsageError(e.detail) from None
     quirks, rev = _quirks(args, comp.name)
@@ -210,7 +210,9 @@ def _exec(args: argparse.Namespace) -> int:
     if args.check != "equal" and comp.observer is None:
         raise UsageError(f"--check {args.check}: {comp.name} has no invariant mode (docs/api.md)")
     try:
-        api._accepted(comp.name, accept)
+        from kvmodel.model.quirks import accepted
+
+        accepted(comp.name, accept)
     except ValueError as e:
         raise UsageError(f"--accept: {str(e)[:200]}") from None
     adapter = ExecAdapter(args.command, step_timeout=args.step_timeout)

@@ -6,7 +6,7 @@ Real code: ``lib/llm/src/mocker/kv_manager.rs`` (commit f0652d89f, the version t
 blocks), ``all_blocks`` (every resident block), and the response channel.
 
 Every defect of §6 that concerns this component is a named quirk (``model/quirks.py``);
-:data:`FAITHFUL` has them all on and reproduces the Rust code step for step, including
+the seed's revision (``quirks.faithful``) has them all on and reproduces the Rust code step for step, including
 mutations made before a panic. With a quirk off, the model does what the ideal
 specification requires (atomic failure, lineage-correct Stores, refcounts conserved);
 each such rule is stated where it is implemented below.
@@ -50,11 +50,9 @@ from kvmodel.model.errors import (
     SubtractOverflow,
 )
 from kvmodel.model.lru import CounterLRU, WallClockLRU
-from kvmodel.model.quirks import faithful, resolve
+from kvmodel.model.quirks import resolve
 
 COMPONENT = "kv_manager"
-FAITHFUL: frozenset[str] = faithful(COMPONENT)
-IDEAL: frozenset[str] = frozenset()
 
 EvictorKind = Literal["wallclock", "counter"]
 _Saved = tuple[dict[UniqueBlock, int], Any, set[UniqueBlock], int, bool]

@@ -854,6 +854,29 @@ def resolve(component: str, quirks: Iterable[str] | None) -> frozenset[str]:
     return faithful(component) if quirks is None else validate(component, quirks)
 
 
+def chosen(component: str, quirks: Iterable[str] | str) -> list[str]:
+    """A quirk set as the API names it, sorted: ``"faithful"`` (the seed's revision), ``"ideal"``
+    (none) or a list of quirk names (checked). Any other bare string is refused: it is not a list
+    of names (``ValueError``)."""
+    if isinstance(quirks, str):
+        if quirks == "faithful":
+            return sorted(faithful(component))
+        if quirks == "ideal":
+            return []
+        raise ValueError(f"quirks must be 'faithful', 'ideal' or a list of quirk names, got {quirks!r:.80}")
+    return sorted(validate(component, quirks))
+
+
+def accepted(component: str, accept: Iterable[str] | str) -> set[str]:
+    """The quirks ``accept`` names: a named revision of ``component`` (``"faithful"``: the seed's,
+    ``"ideal"``: none) or a list of quirk names (checked)."""
+    if isinstance(accept, str):
+        if accept == "ideal":
+            return set()
+        return set(faithful(component) if accept == "faithful" else revision(component, accept).quirks)
+    return set(validate(component, list(accept)))
+
+
 def register(quirks: Iterable[Quirk], revisions: Iterable[Revision] = ()) -> None:
     """Add the quirks and revisions of a component registered at run time."""
     for q in quirks:

@@ -108,7 +108,7 @@ def test_documented_returns_are_the_models_on_generated_runs(component: str) -> 
 
     shapes = contracts.shapes(component)
     assert set(shapes) == set(contracts.operations(component))
-    sp = api._space(components.get(component), None)
+    sp = components.get(component).api_space()
     seen: set[str] = set()
     for seed in range(25):
         rnd = random.Random(seed)

@@ -10,8 +10,11 @@ import pytest
 
 from kvmodel.model import errors as E
 from kvmodel.model.blocks import Deref, Destroy, FullBlock, PartialBlock, Promote, Remove, Store, Use
-from kvmodel.model.kv_manager import FAITHFUL, IDEAL, KvManager
+from kvmodel.model.kv_manager import COMPONENT, KvManager
+from kvmodel.model.quirks import faithful
 from kvmodel.model.sequence import ActiveSequence
+
+FAITHFUL, IDEAL = faithful(COMPONENT), frozenset[str]()
 
 
 def F(*hs: int) -> tuple[FullBlock, ...]:

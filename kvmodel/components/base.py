@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kvmodel import workloads
+
 if TYPE_CHECKING:
     from kvmodel.explorer import Space
     from kvmodel.mutants import Mutant
@@ -256,6 +258,11 @@ class Component:
         """The workload world of the differential API."""
         assert self.space is not None and self.api_world is not None, self.name
         return self.space(**dict(self.api_world))
+
+    def workload_ops(self) -> tuple[Any, ...]:
+        """The operations the workload generator draws besides its moves: ``api_ops`` and the
+        queries (:mod:`kvmodel.workloads`)."""
+        return (*(self.api_ops() if self.api_ops is not None else ()), *map(workloads.const, self.queries))
 
     def harnesses(self) -> tuple[type[Harness], ...]:
         return tuple(resolve(self.vectors) or ())

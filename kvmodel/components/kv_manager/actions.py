@@ -36,7 +36,7 @@ class Process(Action):
     signal: MoveBlock
 
     @classmethod
-    def from_json(cls, component: str, args: Any) -> Action:
+    def from_json(cls, where: str, args: Any) -> Action:
         return cls(move_block_from_json(args))
 
     def to_json(self) -> dict[str, Any]:
@@ -58,8 +58,8 @@ class ProbeNewBlocks(Action):
     blocks: tuple[UniqueBlock, ...]
 
     @classmethod
-    def from_json(cls, component: str, args: Any) -> Action:
-        a = A.check(component, cls.op, args, cls.ARGS)
+    def from_json(cls, where: str, args: Any) -> Action:
+        a = A.check(where, args, cls.ARGS)
         return cls(blocks_from_json(a["blocks"]))
 
     def to_json(self) -> dict[str, Any]:
@@ -112,8 +112,8 @@ class GetPrefillCost(Action):
     num_input_tokens: int
 
     @classmethod
-    def from_json(cls, component: str, args: Any) -> Action:
-        a = A.check(component, cls.op, args, cls.ARGS)
+    def from_json(cls, where: str, args: Any) -> Action:
+        a = A.check(where, args, cls.ARGS)
         return cls(blocks_from_json(a["unique_blocks"]), a["num_input_tokens"])
 
     def to_json(self) -> dict[str, Any]:

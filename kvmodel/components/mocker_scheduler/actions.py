@@ -82,12 +82,12 @@ class AddRequest(SchedulerAction):
     output: Any = ABSENT
 
     @classmethod
-    def from_json(cls, component: str, args: Any) -> Action:
-        a = A.check(component, cls.op, args, cls.ARGS)
+    def from_json(cls, where: str, args: Any) -> Action:
+        a = A.check(where, args, cls.ARGS)
         if not a["prompt"]:
-            raise InvalidInput(f"{component} add_request: prompt must not be empty")
+            raise InvalidInput(f"{where}: prompt must not be empty")
         if len(a.get("output", ())) > a["max_tokens"]:
-            raise InvalidInput(f"{component} add_request: output holds more than max_tokens tokens")
+            raise InvalidInput(f"{where}: output holds more than max_tokens tokens")
         return cls(a["request"], a["prompt"], a["max_tokens"], a.get("output", ABSENT))
 
     def to_json(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ class RegistryAction(Action):
     OPTIONAL: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_json(cls, component: str, args: Any) -> Action:
+    def from_json(cls, where: str, args: Any) -> Action:
         op = cls.op
         args = {} if args is None else args
         if not isinstance(args, dict):
@@ -49,13 +49,13 @@ class RegistryAction(Action):
         known = set(cls.REQUIRED) | set(cls.OPTIONAL)
         for k in args:
             if k not in known:
-                raise InvalidInput(f"{component} {op}: unknown argument {k!r:.40} (known: {sorted(known) or 'none'})")
+                raise InvalidInput(f"{where}: unknown argument {k!r:.40} (known: {sorted(known) or 'none'})")
         for k in cls.REQUIRED:
             if k not in args:
                 raise InvalidInput(f"{op} needs {k!r}")
         for k in _NAMED & set(args):
             if not (args[k] is None and k == "as"):
-                A.name(args[k], f"{component} {op}: {k}")
+                A.name(args[k], f"{where}: {k}")
         out = dict(args)
         if "block" in out:
             out["block"] = block_from_json(out["block"])
