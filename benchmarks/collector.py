@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from explore import peer  # the anchors' toy-pool BFS, as benchmarks/explore.py runs it
 from g1_worlds import WORLD
 
-from kvmodel import __version__, components, explorer, membound
+from kvmodel import __version__, components, explorer, jsonio, membound
 from kvmodel.model.quirks import faithful
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,7 +134,7 @@ def main() -> int:
         if p is None
         else {r["world"]: round(p["states_per_s"] / r["states_per_cpu_s_paused"], 1) for r in rows},
     }
-    Path(a.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    jsonio.write_text(Path(a.out), json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"peer: {p['states_per_s']:,.0f} states/s; " if p else "peer: not found (../shared); ", f"wrote {a.out}")
     return 0
 

@@ -18,6 +18,7 @@ import platform
 import time
 from pathlib import Path
 
+from kvmodel import jsonio
 from kvmodel.conformance import vllm_engine as ve
 
 OUT = Path(__file__).resolve().parent / "results" / "deployed_paths.json"
@@ -65,7 +66,7 @@ def main() -> int:
         "cost_vs_raw": {r["path"]: round(r["seconds"] / raw, 2) for r in rows},
         "sglang": sg_rows,
     }
-    OUT.write_text(json.dumps(doc, indent=2) + "\n")
+    jsonio.write_text(OUT, json.dumps(doc, indent=2) + "\n")
     return 0 if all(r["verdict"] == "pass" for r in rows + sg_rows) else 1
 
 

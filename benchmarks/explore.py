@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import __version__, explorer
+from kvmodel import __version__, explorer, jsonio
 from kvmodel.components.kv_manager.space import KvSpace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def main() -> int:
         if p and False in c4
         else None,
     }
-    Path(a.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(Path(a.out), json.dumps(result, indent=2, sort_keys=True) + "\n")
     return 0
 
 

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kvmodel import jsonio
+
 OUT = Path(__file__).parent / "results" / "explore_faithful.json"
 
 # (label, arguments, the peer's state bound: None = the whole world)
@@ -109,9 +111,9 @@ def main() -> int:
         if out.exists():  # the other worlds' rows stay
             kept = [r for r in json.loads(out.read_text()).get("worlds", []) if r.get("world") != whole]
             doc["worlds"] = kept + rows
-        out.write_text(json.dumps(doc, indent=2) + "\n")
+        jsonio.write_text(out, json.dumps(doc, indent=2) + "\n")
     else:
-        OUT.write_text(json.dumps(doc, indent=2) + "\n")
+        jsonio.write_text(OUT, json.dumps(doc, indent=2) + "\n")
     return 0
 
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import __version__, promela
+from kvmodel import __version__, jsonio, promela
 from kvmodel.components.kv_manager.space import KvSpace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,7 +154,7 @@ def main() -> int:
         "machine": platform.machine(),
         "rows": rows,
     }
-    Path(a.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(Path(a.out), json.dumps(result, indent=2, sort_keys=True) + "\n")
     return 0 if all(r["same_machine"] for r in rows) else 1
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import __version__
+from kvmodel import __version__, jsonio
 from kvmodel.explore_workers import default_workers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +132,7 @@ def main() -> int:
         "all_same": all_same,
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(Path(a.out), json.dumps(result, indent=2, sort_keys=True) + "\n")
     return 0 if all_same else 1
 
 

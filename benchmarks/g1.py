@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from component_bench import exploring, finding, g1_coverage, versus_peer
 
-from kvmodel import __version__, explorer
+from kvmodel import __version__, explorer, jsonio
 from kvmodel.components.g1_native.space import G1Space
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,7 +148,7 @@ def main() -> int:
         "z3": z3_engine(),
     }
     path = ROOT / "benchmarks" / "results" / "g1.json"
-    path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(f"wrote {path}")
     return 0
 

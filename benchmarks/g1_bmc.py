@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import __version__, components, explorer
+from kvmodel import __version__, components, explorer, jsonio
 from kvmodel.model.quirks import quirks_of
 from kvmodel.specs import make_spec
 from kvmodel.specs.engine import bmc
@@ -103,7 +103,7 @@ def main() -> None:
         }
         print(f"  kvmodel check: {out['check']['seconds']} s, exit {p.returncode}: {out['check']['summary']}")
     path = ROOT / "benchmarks" / "results" / "g1_bmc.json"
-    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    jsonio.write_text(path, json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"wrote {path.relative_to(ROOT)}")
 
 

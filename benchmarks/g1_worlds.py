@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from explore import peer  # the anchors' toy-pool BFS, as benchmarks/explore.py runs it
 
-from kvmodel import __version__, components, explorer
+from kvmodel import __version__, components, explorer, jsonio
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_S = 60.0
@@ -124,7 +124,7 @@ def main() -> int:
         "peer": peer(),
     }
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(Path(out), json.dumps(result, indent=2, sort_keys=True) + "\n")
     return 0
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from kvmodel import __version__, machines
+from kvmodel import __version__, jsonio, machines
 from kvmodel.model.quirks import quirks_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,7 +237,7 @@ def main() -> int:
             3,
         )
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(Path(a.out), json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("time_to_find",)}, indent=1, default=str)[:1500])
     return 0
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from component_bench import exploring, finding, g1_coverage, versus_peer
 
-from kvmodel import __version__
+from kvmodel import __version__, jsonio
 from kvmodel.components.g1_kvbm.space import KvbmSpace
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.quirks import QUIRKS
@@ -133,7 +133,7 @@ def main() -> int:
         "z3": z3_engine(),
     }
     path = ROOT / "benchmarks" / "results" / "kvbm.json"
-    path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(f"wrote {path}")
     return 0
 

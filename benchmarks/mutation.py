@@ -12,7 +12,7 @@ import json
 import platform
 from pathlib import Path
 
-from kvmodel import __version__
+from kvmodel import __version__, jsonio
 from kvmodel.mutants import runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ def main() -> int:
         for e in row["engines"].values():
             e.pop("detail", None)
     out = ROOT / "benchmarks" / "mutation.json"
-    out.write_text(json.dumps(rep, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(out, json.dumps(rep, indent=2, sort_keys=True) + "\n")
     print(json.dumps(rep["summary"], indent=2))
     print(f"wrote {out}")
     return 0

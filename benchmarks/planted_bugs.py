@@ -41,7 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
-from kvmodel import api, harness
+from kvmodel import api, harness, jsonio
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "planted_bugs.json"
@@ -269,7 +269,7 @@ def main() -> int:
         "summary": summary,
         "rows": rows,
     }
-    out.write_text(json.dumps(doc, indent=2) + "\n")
+    jsonio.write_text(out, json.dumps(doc, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
     return 0 if caught == len(rows) else 1
 

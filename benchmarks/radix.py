@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import __version__
+from kvmodel import __version__, jsonio
 from kvmodel.components.kv_manager.space import KvSpace
 from kvmodel.components.kv_manager.system import KvManagerSystem
 from kvmodel.conformance import radix
@@ -102,7 +102,7 @@ def main() -> None:
     rep = radix.run(radix.ModelRadixTree(), radix.RealRadixTree(), workloads=1000, seed=0)
     out["conform_1000"] = rep.to_json()
     print("conform", {k: v for k, v in out["conform_1000"].items() if k != "counterexample"})
-    (ROOT / "benchmarks" / "results" / "radix.json").write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(ROOT / "benchmarks" / "results" / "radix.json", json.dumps(out, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

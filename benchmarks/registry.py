@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from component_bench import exploring, finding, versus_peer
 
-from kvmodel import __version__
+from kvmodel import __version__, jsonio
 from kvmodel.components.registry.space import RegSpace
 from kvmodel.model.quirks import quirks_of
 from kvmodel.specs.runner import prove, run_bmc
@@ -60,7 +60,7 @@ def main() -> int:
         "z3": z3_rows(),
     }
     path = ROOT / "benchmarks" / "results" / "registry.json"
-    path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(f"wrote {path}")
     return 0
 

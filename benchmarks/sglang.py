@@ -18,6 +18,7 @@ import platform
 import time
 from pathlib import Path
 
+from kvmodel import jsonio
 from kvmodel.conformance import sglang as sg
 
 OUT = Path(__file__).resolve().parent / "results" / "sglang.json"
@@ -68,7 +69,7 @@ def main() -> int:
         "seed": a.seed,
         "rows": rows,
     }
-    OUT.write_text(json.dumps(doc, indent=2) + "\n")
+    jsonio.write_text(OUT, json.dumps(doc, indent=2) + "\n")
     return 0 if all(r["verdict"] == "pass" and r["same_report_twice"] for r in rows) else 1
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import attrs
 
-from kvmodel import components
+from kvmodel import components, jsonio
 from kvmodel.swarm import campaign, merge, tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,7 +207,7 @@ def main() -> None:
         "simulation": sim,
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(OUT, json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(json.dumps(ceil))
     print(
         json.dumps(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
+from kvmodel import jsonio
 from kvmodel.conformance import vllm_engine as ve
 
 OUT = Path(__file__).parent / "results" / "vllm_engine.json"
@@ -76,7 +77,7 @@ def main() -> int:
         "kvmodel_seconds_per_schedule": round(ours, 3),
         "ratio_peer_over_kvmodel": round(peer / ours, 1),
     }
-    OUT.write_text(json.dumps(doc, indent=2) + "\n")
+    jsonio.write_text(OUT, json.dumps(doc, indent=2) + "\n")
     print(json.dumps({k: v for k, v in doc.items() if k != "runs"}, indent=2))
     return 0
 

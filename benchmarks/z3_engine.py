@@ -32,7 +32,7 @@ from typing import Any
 
 import z3
 
-from kvmodel import __version__
+from kvmodel import __version__, jsonio
 from kvmodel.model.quirks import faithful
 from kvmodel.specs import make_spec
 from kvmodel.specs.engine import Operation, Property, State, TransitionSystem, bmc, k_induction
@@ -209,7 +209,7 @@ def main() -> None:
     for t in out["induction"]:
         print(f"  induction {t['component']} {t['universe']}: {t['total_seconds']}s", flush=True)
     path = ROOT / "benchmarks" / "results" / "z3.json"
-    path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(f"wrote {path}")
 
 

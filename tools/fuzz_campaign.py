@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kvmodel import cli, components, traces
+from kvmodel import cli, components, jsonio, traces
 from kvmodel.model.errors import ModelError
 from kvmodel.systems import make_system, system_components
 
@@ -591,7 +591,7 @@ def supervision(out_json: str | None) -> int:
     }
     print(json.dumps(figures))
     if out_json:
-        Path(out_json).write_text(json.dumps({"figures": figures, "cases": rows}, indent=1) + "\n")
+        jsonio.write_text(out_json, json.dumps({"figures": figures, "cases": rows}, indent=1) + "\n")
     bad = figures["dishonest"] + figures["hangs"] + figures["left_behind"] + figures["tracebacks"]
     return 1 if bad + figures["stale_outputs"] else 0
 
@@ -663,7 +663,7 @@ def main() -> int:
     text = json.dumps(res, indent=2, sort_keys=True)
     print(text)
     if a.json:
-        Path(a.json).write_text(text + "\n")
+        jsonio.write_text(a.json, text + "\n")
     bad = sum(
         res[k]["tracebacks"] + res[k]["bad_exit_codes"] + res[k]["multi_line_errors"]
         for k in ("traces", "vectors", "arguments")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvmodel import contracts
+from kvmodel import contracts, jsonio
 
 if __name__ == "__main__":
     out = Path(__file__).resolve().parents[1] / "docs" / "contracts.md"
-    out.write_text(contracts.markdown())
+    jsonio.write_text(out, contracts.markdown())
     print(f"wrote {out}")

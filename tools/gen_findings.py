@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kvmodel import components, explorer, invariants, machines
+from kvmodel import components, explorer, invariants, jsonio, machines
 from kvmodel.components.base import resolve
 from kvmodel.model.quirks import QUIRKS, quirk_revisions, quirks_of
 
@@ -245,7 +245,7 @@ def main() -> None:
     assert not missing, missing
     cut = lines.index("") + 1  # after the title
     lines[cut:cut] = h.index_lines()
-    (ROOT / "docs" / "findings.md").write_text("\n".join(lines))
+    jsonio.write_text(ROOT / "docs" / "findings.md", "\n".join(lines))
 
 
 if __name__ == "__main__":
