@@ -238,12 +238,3 @@ INVARIANTS_WALLCLOCK = _make("lru_evictor_wallclock")
 INVARIANTS_COUNTER = _make("lru_evictor_counter")
 WITNESSES_WALLCLOCK = _witnesses("lru_evictor_wallclock")
 WITNESSES_COUNTER = _witnesses("lru_evictor_counter")
-
-
-def invariants_of(component: str) -> tuple[Invariant, ...]:
-    """The invariants of one of the two evictors."""
-    return INVARIANTS_WALLCLOCK if component == "lru_evictor_wallclock" else INVARIANTS_COUNTER
-
-
-def witnesses_of(component: str) -> tuple[Witness, ...]:
-    return WITNESSES_WALLCLOCK if component == "lru_evictor_wallclock" else WITNESSES_COUNTER

@@ -14,7 +14,6 @@ error (and a malformed argument must leave the state as it was).
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -274,9 +273,3 @@ def run(
     res.examples = examples[0]
     res.steps = machine.steps_run[0]
     return res
-
-
-def quirk_breakage(trace: dict[str, Any]) -> Counter[str]:
-    """Which invariants a trace's violation names (helper for summaries)."""
-    v = trace.get("violation") or {}
-    return Counter([v.get("invariant", "?")])

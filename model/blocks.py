@@ -203,15 +203,3 @@ class Remove:
 
 
 MoveBlockResponse: TypeAlias = Store | Remove
-
-
-def response_from_json(obj: Any) -> MoveBlockResponse:
-    if isinstance(obj, dict) and len(obj) == 1:
-        ((kind, body),) = obj.items()
-        if isinstance(body, dict) and isinstance(body.get("blocks"), list):
-            blocks = tuple(int(b) for b in body["blocks"])
-            if kind == "Store":
-                return Store(blocks, body.get("parent_hash"))
-            if kind == "Remove":
-                return Remove(blocks)
-    raise InvalidInput(f"not a MoveBlockResponse: {obj!r}")

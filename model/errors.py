@@ -140,12 +140,6 @@ class GenerateLimit(ModelError):
     id = "Cannot generate more tokens: reached max_output_tokens limit"
 
 
-class TokenPushFailed(ModelError):
-    """``tokens.append(token).expect("Token push failed.")``."""
-
-    id = "Token push failed."
-
-
 class SubtractOverflow(ModelError):
     """usize subtraction below zero (debug-build panic; release builds wrap)."""
 

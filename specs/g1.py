@@ -379,9 +379,6 @@ class G1Spec:
 
     # ------------------------------------------------------------------ request helpers
 
-    def ent(self, m: Any, o: int, j: int, name: str) -> Any:
-        return m[f"{name}{o}_{j}"]
-
     def tail_of(self, m: Any, o: int, name: str, idx: Any) -> Any:
         """``name<o>_<idx>`` for a symbolic position."""
         e: Any = m[f"{name}{o}_0"]
