@@ -313,13 +313,18 @@ class G1Manager:
 
     @property
     def kvbm(self) -> KvbmKvManager | None:
-        """The KVBM backend's manager, or ``None`` on the native backend."""
+        """The KVBM backend's manager (``G1ManagerBackend::Kvbm``), or ``None`` on the native
+        backend: a read-only view, as :attr:`native` is."""
         return self.arm.m if isinstance(self.arm, KvbmArm) else None
 
     @property
     def native(self) -> VllmKvManager:
+        """The native backend's manager (``G1ManagerBackend::Native``): a read-only view for the
+        harness, the invariants and the vectors, which read its state. On the KVBM backend a
+        ``TypeError``, a bug of the caller: it is no rejection of the real code's, so it must not
+        be recorded as one."""
         if not isinstance(self.arm, NativeArm):
-            raise NativePanic("not the native G1 backend")
+            raise TypeError("G1Manager.native read on the KVBM backend")
         return self.arm.m
 
     def clone(self) -> G1Manager:
