@@ -6,6 +6,7 @@ machines' drawn worlds cover, and the explorer over the manifest's entries for t
 from __future__ import annotations
 
 import json
+import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -15,10 +16,20 @@ from typing import Any
 from hypothesis.stateful import run_state_machine_as_test
 from hypothesis_throughput import _settings
 
-from kvmodel import explorer, machines
+from kvmodel import __version__, explorer, jsonio, machines
 from kvmodel.model.quirks import quirks_of
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def save(name: str, parts: dict[str, Any]) -> int:
+    """Write ``benchmarks/results/<name>.json`` (atomically): the versions it was measured with,
+    then ``parts``."""
+    out = {"kvmodel": __version__, "python": platform.python_version(), "machine": platform.machine(), **parts}
+    path = ROOT / "benchmarks" / "results" / f"{name}.json"
+    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {path}")
+    return 0
 
 
 def ours(component: str, n: int) -> dict[str, Any]:

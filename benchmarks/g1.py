@@ -14,8 +14,6 @@ Writes ``benchmarks/results/g1.json``. Usage: ``python benchmarks/g1.py``.
 
 from __future__ import annotations
 
-import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -23,9 +21,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from component_bench import exploring, finding, g1_coverage, versus_peer
+from component_bench import exploring, finding, g1_coverage, save, versus_peer
 
-from kvmodel import __version__, explorer, jsonio
+from kvmodel import explorer
 from kvmodel.components.g1_native.space import G1Space
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,21 +134,17 @@ def z3_engine() -> dict[str, Any]:
 
 
 def main() -> int:
-    out = {
-        "kvmodel": __version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "hypothesis": versus_peer(C),
-        "time_to_find": finding(C, G1Space(**CHECK_SPACE)),
-        "machine_coverage": g1_coverage(C),
-        "explore": exploring(C, lambda sp: G1Space(**sp)),
-        "conformance": conformance(),
-        "z3": z3_engine(),
-    }
-    path = ROOT / "benchmarks" / "results" / "g1.json"
-    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {path}")
-    return 0
+    return save(
+        "g1",
+        {
+            "hypothesis": versus_peer(C),
+            "time_to_find": finding(C, G1Space(**CHECK_SPACE)),
+            "machine_coverage": g1_coverage(C),
+            "explore": exploring(C, lambda sp: G1Space(**sp)),
+            "conformance": conformance(),
+            "z3": z3_engine(),
+        },
+    )
 
 
 if __name__ == "__main__":

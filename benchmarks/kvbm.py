@@ -15,8 +15,6 @@ Writes ``benchmarks/results/kvbm.json``. Usage: ``python benchmarks/kvbm.py``.
 
 from __future__ import annotations
 
-import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -24,9 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from component_bench import exploring, finding, g1_coverage, versus_peer
+from component_bench import exploring, finding, g1_coverage, save, versus_peer
 
-from kvmodel import __version__, jsonio
 from kvmodel.components.g1_kvbm.space import KvbmSpace
 from kvmodel.model.errors import InvalidInput
 from kvmodel.model.quirks import QUIRKS
@@ -122,20 +119,16 @@ def z3_engine() -> dict[str, Any]:
 
 
 def main() -> int:
-    out = {
-        "kvmodel": __version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "hypothesis": versus_peer(C),
-        "time_to_find": finding(C, KvbmSpace(**CHECK_SPACE), CHECK_CONFIG),
-        "machine_coverage": g1_coverage(C),
-        "explore": exploring(C, lambda sp: KvbmSpace(**sp)),
-        "z3": z3_engine(),
-    }
-    path = ROOT / "benchmarks" / "results" / "kvbm.json"
-    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {path}")
-    return 0
+    return save(
+        "kvbm",
+        {
+            "hypothesis": versus_peer(C),
+            "time_to_find": finding(C, KvbmSpace(**CHECK_SPACE), CHECK_CONFIG),
+            "machine_coverage": g1_coverage(C),
+            "explore": exploring(C, lambda sp: KvbmSpace(**sp)),
+            "z3": z3_engine(),
+        },
+    )
 
 
 if __name__ == "__main__":

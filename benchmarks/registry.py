@@ -12,17 +12,14 @@ Writes ``benchmarks/results/registry.json``. Usage: ``python benchmarks/registry
 
 from __future__ import annotations
 
-import json
-import platform
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from component_bench import exploring, finding, versus_peer
+from component_bench import exploring, finding, save, versus_peer
 
-from kvmodel import __version__, jsonio
 from kvmodel.components.registry.space import RegSpace
 from kvmodel.model.quirks import quirks_of
 from kvmodel.specs.runner import prove, run_bmc
@@ -50,19 +47,15 @@ def z3_rows() -> dict[str, Any]:
 
 
 def main() -> int:
-    out = {
-        "kvmodel": __version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "hypothesis": versus_peer(C),
-        "time_to_find": finding(C, RegSpace(**CHECK_SPACE)),
-        "explore": exploring(C, lambda sp: RegSpace(**sp)),
-        "z3": z3_rows(),
-    }
-    path = ROOT / "benchmarks" / "results" / "registry.json"
-    jsonio.write_text(path, json.dumps(out, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {path}")
-    return 0
+    return save(
+        "registry",
+        {
+            "hypothesis": versus_peer(C),
+            "time_to_find": finding(C, RegSpace(**CHECK_SPACE)),
+            "explore": exploring(C, lambda sp: RegSpace(**sp)),
+            "z3": z3_rows(),
+        },
+    )
 
 
 if __name__ == "__main__":
